@@ -1,0 +1,36 @@
+"""Sequence-parallel methods: each a `METHOD` spec found by module name or plugged in by entry point."""
+from __future__ import annotations
+
+from importlib import import_module
+from importlib.metadata import entry_points
+
+from .dims import Dims, build_dims
+from .spec import MethodSpec, Op
+
+BUILTIN = ("single", "dsp", "ulysses", "ring", "megatron_sp", "ulysses_deepspeed")
+ENTRY_POINT_GROUP = "dspbench.methods"
+
+
+def _plugins() -> dict:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def available() -> list[str]:
+    """Built-in methods, then plugged-in ones (entry points of group `dspbench.methods`)."""
+    return list(BUILTIN) + sorted(n for n in _plugins() if n not in BUILTIN)
+
+
+def get_method(name: str) -> MethodSpec:
+    if name in BUILTIN:
+        spec = import_module(f"{__name__}.{name}").METHOD
+    elif name in (plugins := _plugins()):
+        loaded = plugins[name].load()
+        spec = getattr(loaded, "METHOD", loaded)
+    else:
+        raise KeyError(f"unknown method {name!r}; available: {', '.join(available())}")
+    if not isinstance(spec, MethodSpec):
+        raise TypeError(f"method {name!r} must export a MethodSpec named METHOD, got {type(spec).__name__}")
+    return spec
+
+
+__all__ = ["BUILTIN", "Dims", "MethodSpec", "Op", "available", "build_dims", "get_method"]

@@ -1,0 +1,44 @@
+"""Block attention kernels that return the log-sum-exp, the contract a ring needs.
+
+Layout (B, H, L, D). `block_forward` returns (out, lse) with lse (B, H, L) in fp32; `block_backward`
+takes the *final* (merged) out and lse of the whole ring, which makes each block's dq, dk, dv the
+exact partial gradients (flash-attention's backward, see ring-flash-attention's ring_flash_attn.py).
+On CPU this is torch's flash kernel for CPU; elsewhere an fp32 reference implementation.
+"""
+from __future__ import annotations
+
+import torch
+
+_cpu_fwd = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+_cpu_bwd = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
+
+
+def block_forward(q, k, v, scale: float):
+    if q.device.type == "cpu":
+        out, lse = _cpu_fwd(q, k, v, 0.0, False, scale=scale)
+        return out, lse.float()
+    return _reference_forward(q, k, v, scale)
+
+
+def block_backward(dout, q, k, v, out, lse, scale: float):
+    if q.device.type == "cpu":
+        return _cpu_bwd(dout, q, k, v, out, lse, 0.0, False, scale=scale)
+    return _reference_backward(dout, q, k, v, out, lse, scale)
+
+
+def _reference_forward(q, k, v, scale):
+    s = torch.matmul(q.float(), k.float().transpose(-1, -2)) * scale
+    lse = torch.logsumexp(s, dim=-1)
+    out = torch.matmul(torch.exp(s - lse[..., None]), v.float())
+    return out.to(q.dtype), lse
+
+
+def _reference_backward(dout, q, k, v, out, lse, scale):
+    qf, kf, vf, do = q.float(), k.float(), v.float(), dout.float()
+    p = torch.exp(torch.matmul(qf, kf.transpose(-1, -2)) * scale - lse[..., None])
+    dv = torch.matmul(p.transpose(-1, -2), do)
+    dp = torch.matmul(do, vf.transpose(-1, -2))
+    ds = p * (dp - (do * out.float()).sum(-1, keepdim=True))
+    dq = torch.matmul(ds, kf) * scale
+    dk = torch.matmul(ds.transpose(-1, -2), qf) * scale
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)

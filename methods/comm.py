@@ -1,0 +1,279 @@
+"""All communication of dspbench, and the only file that calls torch.distributed (c10d).
+
+Three bands, as in Megatron-LM's mappings.py:
+1. private helpers: one collective each, one ledger event each, world size 1 short-circuits,
+   outputs allocated like their input (so gloo on CPU and NCCL on CUDA both work);
+2. autograd pairs whose backward is the conjugate collective;
+3. one-line public wrappers whose docstrings name both directions.
+"""
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+from torch.autograd import Function
+
+from . import ledger
+
+Group = dist.ProcessGroup | None
+
+
+# ---------------------------------------------------------------- process groups (set-up only)
+def is_initialized() -> bool:
+    return dist.is_available() and dist.is_initialized()
+
+
+def init(backend: str, rank: int, world_size: int, init_method: str | None = None, store=None, timeout_s: float = 300):
+    from datetime import timedelta
+    kw = dict(backend=backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s))
+    kw.update({"store": store} if store is not None else {"init_method": init_method or "env://"})
+    dist.init_process_group(**kw)
+
+
+def init_fake(world_size: int, rank: int = 0) -> None:
+    """The fake process group: collectives return at once (outputs uninitialised), for byte tests."""
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+    dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world_size)
+
+
+def destroy() -> None:
+    if is_initialized():
+        dist.destroy_process_group()
+
+
+def new_group(ranks: list[int]):
+    return dist.new_group(ranks)
+
+
+def world_rank() -> int:
+    return dist.get_rank() if is_initialized() else 0
+
+
+def world_size() -> int:
+    return dist.get_world_size() if is_initialized() else 1
+
+
+def rank(group: Group) -> int:
+    return dist.get_rank(group) if is_initialized() else 0
+
+
+def size(group: Group) -> int:
+    return dist.get_world_size(group) if is_initialized() else 1
+
+
+def barrier(group: Group = None) -> None:
+    if is_initialized() and size(group) > 1:
+        dist.barrier(group=group)
+
+
+def backend_name() -> str:
+    return dist.get_backend() if is_initialized() else "none"
+
+
+def _phase() -> str:
+    # Inside the autograd engine (a backward, or a checkpoint's recompute) traffic is backward traffic.
+    return "bwd" if torch._C._current_graph_task_id() != -1 else "fwd"
+
+
+def _watch(group: Group, device: torch.device) -> ledger.Stopwatch:
+    def sync(before: bool):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        if before:
+            barrier(group)
+    return ledger.Stopwatch(sync)
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+# ---------------------------------------------------------------- band 1: private helpers
+def _all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group: Group, tag: str) -> torch.Tensor:
+    """Split `scatter_dim` into n chunks, send chunk j to rank j, concatenate received along `gather_dim`."""
+    n = size(group)
+    if n == 1:
+        return x
+    # (.., d_s, ..) -> (n, .., d_s/n, ..): the one copy into a contiguous send buffer.
+    send = x.unflatten(scatter_dim, (n, x.shape[scatter_dim] // n)).movedim(scatter_dim, 0).contiguous()
+    recv = torch.empty_like(send)
+    with _watch(group, x.device) as w:
+        dist.all_to_all_single(recv, send, group=group)
+    ledger.record("all_to_all", _phase(), n, _nbytes(send), tag, w.elapsed)
+    # recv[j] came from rank j and holds its slice of the gather dim: put j outermost on that dim.
+    # A view when everything left of gather_dim has extent 1 (e.g. B = 1), else one more copy.
+    return recv.movedim(0, gather_dim).flatten(gather_dim, gather_dim + 1)
+
+
+def _all_gather(x: torch.Tensor, dim: int, group: Group, tag: str) -> torch.Tensor:
+    n = size(group)
+    if n == 1:
+        return x
+    send = x.movedim(dim, 0).contiguous()
+    out = torch.empty((n * send.shape[0],) + send.shape[1:], dtype=x.dtype, device=x.device)
+    with _watch(group, x.device) as w:
+        dist.all_gather_single(out, send, group=group)
+    ledger.record("all_gather", _phase(), n, _nbytes(out), tag, w.elapsed)
+    return out.movedim(0, dim)
+
+
+def _reduce_scatter(x: torch.Tensor, dim: int, group: Group, tag: str) -> torch.Tensor:
+    n = size(group)
+    if n == 1:
+        return x
+    send = x.movedim(dim, 0).contiguous()
+    out = torch.empty((send.shape[0] // n,) + send.shape[1:], dtype=x.dtype, device=x.device)
+    with _watch(group, x.device) as w:
+        dist.reduce_scatter_single(out, send, group=group)
+    ledger.record("reduce_scatter", _phase(), n, _nbytes(send), tag, w.elapsed)
+    return out.movedim(0, dim)
+
+
+def _chunk(x: torch.Tensor, dim: int, group: Group) -> torch.Tensor:
+    n = size(group)
+    return x if n == 1 else x.chunk(n, dim)[rank(group)]
+
+
+# ---------------------------------------------------------------- band 2: conjugate autograd pairs
+class _AllToAll(Function):
+    @staticmethod
+    def forward(ctx, x, scatter_dim, gather_dim, group, tag):
+        ctx.args = (scatter_dim, gather_dim, group, tag)
+        return _all_to_all(x, scatter_dim, gather_dim, group, tag)
+
+    @staticmethod
+    def backward(ctx, g):
+        s, gd, group, tag = ctx.args
+        return _all_to_all(g, gd, s, group, tag), None, None, None, None
+
+
+class _GatherFromSeq(Function):
+    @staticmethod
+    def forward(ctx, x, dim, group, tag):
+        ctx.args = (dim, group, tag)
+        return _all_gather(x, dim, group, tag)
+
+    @staticmethod
+    def backward(ctx, g):
+        dim, group, tag = ctx.args
+        return _reduce_scatter(g, dim, group, tag), None, None, None
+
+
+class _ReduceScatterToSeq(Function):
+    @staticmethod
+    def forward(ctx, x, dim, group, tag):
+        ctx.args = (dim, group, tag)
+        return _reduce_scatter(x, dim, group, tag)
+
+    @staticmethod
+    def backward(ctx, g):
+        dim, group, tag = ctx.args
+        return _all_gather(g, dim, group, tag), None, None, None
+
+
+class _Split(Function):
+    @staticmethod
+    def forward(ctx, x, dim, group):
+        ctx.args = (x.shape, dim, group)
+        return _chunk(x, dim, group).clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dim, group = ctx.args
+        # The input was replicated: this rank's gradient is its own chunk, zeros elsewhere. The
+        # replicated-gradient all-reduce later sums the ranks' partial gradients once, in one place.
+        full = g.new_zeros(shape)
+        _chunk(full, dim, group).copy_(g)
+        return full, None, None
+
+
+class _GatherOutput(Function):
+    @staticmethod
+    def forward(ctx, x, dim, group, tag):
+        ctx.args = (dim, group)
+        return _all_gather(x, dim, group, tag)
+
+    @staticmethod
+    def backward(ctx, g):
+        dim, group = ctx.args
+        # Every rank holds the same full output gradient (replicated loss): keep its own chunk.
+        return _chunk(g, dim, group).contiguous(), None, None, None
+
+
+# ---------------------------------------------------------------- band 3: public wrappers
+def all_to_all(x, scatter_dim: int, gather_dim: int, group: Group, tag: str):
+    """forward: all-to-all, scatter `scatter_dim`, gather `gather_dim`; backward: the same with dims swapped."""
+    return _AllToAll.apply(x, scatter_dim, gather_dim, group, tag)
+
+
+def gather_from_seq(x, dim: int, group: Group, tag: str):
+    """forward: all-gather along `dim`; backward: reduce-scatter along `dim` (Megatron-SP's entry to TP)."""
+    return _GatherFromSeq.apply(x, dim, group, tag)
+
+
+def reduce_scatter_to_seq(x, dim: int, group: Group, tag: str):
+    """forward: reduce-scatter along `dim`; backward: all-gather along `dim` (Megatron-SP's exit from TP)."""
+    return _ReduceScatterToSeq.apply(x, dim, group, tag)
+
+
+def split(x, dim: int, group: Group):
+    """forward: keep this rank's chunk of `dim` (no comm); backward: zero-padded chunk (no comm)."""
+    return _Split.apply(x, dim, group)
+
+
+def gather(x, dim: int, group: Group, tag: str):
+    """forward: all-gather along `dim`; backward: keep this rank's chunk (no comm)."""
+    return _GatherOutput.apply(x, dim, group, tag)
+
+
+def all_reduce_(buf: torch.Tensor, group: Group, tag: str, average: bool = False, phase: str = "bwd") -> torch.Tensor:
+    """In place, no autograd: sum (or mean) of a contiguous buffer over the group.
+
+    Used for gradient synchronisation after the backward, so its traffic counts as `bwd`.
+    """
+    n = size(group)
+    if n == 1:
+        return buf
+    with _watch(group, buf.device) as w:
+        dist.all_reduce(buf, group=group)
+    ledger.record("all_reduce", phase, n, _nbytes(buf), tag, w.elapsed)
+    if average:
+        buf.div_(n)
+    return buf
+
+
+class RingExchange:
+    """Send tensors to the next rank and receive the previous rank's, asynchronously (ring P2P).
+
+    `start()` posts the sends/receives with batch_isend_irecv so compute can overlap; `wait()`
+    returns the received tensors. Each call is one ledger event of the bytes sent.
+    """
+
+    def __init__(self, group: Group):
+        self.group = group
+        self.n = size(group)
+        r = rank(group)
+        self.next = dist.get_global_rank(group, (r + 1) % self.n) if group is not None else (r + 1) % self.n
+        self.prev = dist.get_global_rank(group, (r - 1) % self.n) if group is not None else (r - 1) % self.n
+
+    def start(self, tensors: list[torch.Tensor], tag: str, p2p_tag: int = 0):
+        """`tag` labels the ledger event; `p2p_tag` keeps concurrent streams between the same peers apart."""
+        recv = [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in tensors]
+        ops = [dist.P2POp(dist.isend, t.contiguous(), self.next, self.group, p2p_tag) for t in tensors]
+        ops += [dist.P2POp(dist.irecv, r, self.prev, self.group, p2p_tag) for r in recv]
+        with _watch(self.group, tensors[0].device) as w:
+            works = dist.batch_isend_irecv(ops)
+            if w.on:
+                for wk in works:
+                    wk.wait()
+        ledger.record("send_recv", _phase(), self.n, sum(_nbytes(t) for t in tensors), tag, w.elapsed)
+        return _Pending(works, recv)
+
+
+class _Pending:
+    def __init__(self, works, recv):
+        self.works, self.recv = works, recv
+
+    def wait(self) -> list[torch.Tensor]:
+        for wk in self.works:
+            wk.wait()
+        return self.recv

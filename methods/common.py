@@ -1,0 +1,89 @@
+"""Pieces shared by several methods: sequence split/gather at the model's seams, gradient sync."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..models.config import ModelConfig, Shape
+from ..models.layers import AxisAttention, SeqSeam
+from . import comm
+from .dims import Dims
+
+SHARDED = "_dspbench_shard"   # attribute on parameters a method shards (not replicated over SP)
+
+
+def shard_sequence(model: nn.Module, dim: int, group) -> None:
+    """Split the token grid along `dim` where it enters the blocks; gather it where it leaves."""
+    model.seq_enter.register_forward_hook(lambda m, args, out: comm.split(out, dim, group))
+    model.seq_exit.register_forward_hook(lambda m, args, out: comm.gather(out, dim, group, "seq_gather"))
+
+
+def attentions(model: nn.Module, axis: int | None = None):
+    """Self-attention seams, optionally only those attending over activation dim `axis`."""
+    return [m for m in model.modules() if isinstance(m, AxisAttention) and (axis is None or m.axis == axis)]
+
+
+def is_sharded(p: torch.Tensor) -> bool:
+    return getattr(p, SHARDED, None) is not None
+
+
+@torch.no_grad()
+def sync_replicated_grads(model: nn.Module, dims: Dims) -> None:
+    """Sum the partial gradients of SP-replicated parameters over the SP group, in one buffer.
+
+    Each SP rank saw only its shard of the tokens, so its gradient of a replicated parameter is a
+    partial sum; one all-reduce restores the full gradient. Parameters a method shards (tensor
+    parallelism) already hold complete gradients of their shard and are skipped.
+    """
+    grads = [p.grad for p in model.parameters() if p.grad is not None and not is_sharded(p)]
+    _all_reduce_coalesced(grads, dims.sp_group, "grad_sync", average=False)
+
+
+@torch.no_grad()
+def sync_data_parallel_grads(model: nn.Module, dims: Dims) -> None:
+    """Average all gradients over the DP group (each DP rank saw a different micro-batch)."""
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    _all_reduce_coalesced(grads, dims.dp_group, "dp_grad_sync", average=True)
+
+
+def _all_reduce_coalesced(grads, group, tag: str, average: bool) -> None:
+    if not grads or comm.size(group) == 1:
+        return
+    for dtype in sorted({g.dtype for g in grads}, key=str):
+        same = [g for g in grads if g.dtype == dtype]
+        flat = torch.cat([g.reshape(-1) for g in same])
+        comm.all_reduce_(flat, group, tag, average=average)
+        off = 0
+        for g in same:
+            g.copy_(flat[off:off + g.numel()].view_as(g))
+            off += g.numel()
+
+
+# ---------------------------------------------------------------- analytic helpers
+def act_bytes(cfg: ModelConfig, shape: Shape, dtype_bytes: int, width: int | None = None) -> int:
+    """Bytes of one full activation (B, T, S, width) of the block stack (M in the paper)."""
+    return shape.batch * shape.tokens * (width or cfg.hidden) * dtype_bytes
+
+
+def out_bytes(cfg: ModelConfig, shape: Shape, dtype_bytes: int) -> int:
+    """Bytes of the final layer's output tokens (what the exit gather moves)."""
+    return act_bytes(cfg, shape, dtype_bytes, cfg.patch_volume * cfg.out_channels)
+
+
+def seq_dims_divisible(shape: Shape, n: int, which: str) -> str | None:
+    ext = {"T": shape.frames, "S": shape.spatial}[which]
+    if ext % n:
+        name = {"T": "frames T", "S": "spatial tokens S"}[which]
+        return f"{name}={ext} is not divisible by the SP degree {n}"
+    return None
+
+
+def heads_divisible(cfg: ModelConfig, n: int, method: str) -> str | None:
+    if cfg.heads % n:
+        return f"{method} splits attention heads: heads={cfg.heads} is not divisible by the SP degree {n}"
+    return None
+
+
+def n_attn(cfg: ModelConfig) -> int:
+    """Self-attentions over each of T and S in the whole model (both layouts: depth each)."""
+    return cfg.depth

@@ -1,0 +1,112 @@
+"""Megatron-SP: tensor-parallel linears with sequence-parallel regions between them.
+
+Outside attention and MLP the token grid is sharded on one sequence dim (norms, modulation,
+residuals run on the shard). Every column-parallel linear all-gathers its input along that dim
+(backward: reduce-scatter), every row-parallel linear reduce-scatters its partial output (backward:
+all-gather). Heads and MLP channels are split N ways, so heads % N == 0. Text keys/values come
+from replicated text tokens: `kv` is column-parallel without a gather.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..models.config import ModelConfig
+from ..models.layers import AxisAttention, CrossAttention, Mlp
+from . import comm
+from .common import SHARDED, act_bytes, heads_divisible, seq_dims_divisible, shard_sequence
+from .shards import ShardSpec, take_shard
+from .spec import MethodSpec, Op
+
+
+def _sharded_param(full: torch.Tensor, spec: ShardSpec) -> nn.Parameter:
+    p = nn.Parameter(take_shard(full.detach(), spec).clone())
+    setattr(p, SHARDED, spec)
+    return p
+
+
+class ColumnParallelLinear(nn.Module):
+    """Output features split N ways (per fused chunk: q|k|v keep their head order)."""
+
+    def __init__(self, lin: nn.Linear, chunks: int, dims, gather: bool):
+        super().__init__()
+        spec = ShardSpec(dim=0, chunks=chunks, index=comm.rank(dims.sp_group), parts=dims.sp)
+        self.weight = _sharded_param(lin.weight, spec)
+        self.bias = _sharded_param(lin.bias, spec)
+        self.gather, self.dim, self.group = gather, dims.shard_dim, dims.sp_group
+
+    def forward(self, x):
+        if self.gather:
+            x = comm.gather_from_seq(x, self.dim, self.group, "tp_gather")   # (.., L/N, ..) -> (.., L, ..)
+        return F.linear(x, self.weight, self.bias)
+
+
+class RowParallelLinear(nn.Module):
+    """Input features split N ways; partial sums reduce-scattered back to the sequence shard."""
+
+    def __init__(self, lin: nn.Linear, dims):
+        super().__init__()
+        spec = ShardSpec(dim=1, chunks=1, index=comm.rank(dims.sp_group), parts=dims.sp)
+        self.weight = _sharded_param(lin.weight, spec)
+        self.bias = nn.Parameter(lin.bias.detach().clone())   # replicated: added once, after the sum
+        self.dim, self.group = dims.shard_dim, dims.sp_group
+
+    def forward(self, x):
+        y = comm.reduce_scatter_to_seq(F.linear(x, self.weight), self.dim, self.group, "tp_scatter")
+        return y + self.bias
+
+
+def _plan(mod: nn.Module):
+    """Tensor-parallel plan by seam type: (linear name, kind, fused chunks)."""
+    if isinstance(mod, AxisAttention):
+        return [("qkv", "col", 3), ("proj", "row", 1)]
+    if isinstance(mod, CrossAttention):
+        return [("q", "col", 1), ("kv", "col_replicated", 2), ("proj", "row", 1)]
+    if isinstance(mod, Mlp):
+        return [("fc1", "col", 1), ("fc2", "row", 1)]
+    return []
+
+
+def _parallelize(model, dims):
+    shard_sequence(model, dims.shard_dim, dims.sp_group)
+    for mod in list(model.modules()):
+        for name, kind, chunks in _plan(mod):
+            lin = getattr(mod, name)
+            new = (RowParallelLinear(lin, dims) if kind == "row"
+                   else ColumnParallelLinear(lin, chunks, dims, gather=(kind == "col")))
+            setattr(mod, name, new)
+    return model
+
+
+def _check(cfg, shape, dims):
+    return heads_divisible(cfg, dims.sp, "megatron_sp") or seq_dims_divisible(shape, dims.sp, dims.shard)
+
+
+def _counts(cfg: ModelConfig) -> tuple[int, int]:
+    n_blocks = cfg.depth if cfg.layout == "stdit" else 2 * cfg.depth
+    n_self = 2 * cfg.depth
+    return n_self, n_blocks
+
+
+def _forward_ops(cfg, shape, dims, b):
+    n_self, n_blocks = _counts(cfg)
+    regions = n_self + 2 * n_blocks        # self-attentions, cross-attentions, MLPs
+    M = act_bytes(cfg, shape, b)           # full activation: the gathered output / scattered input
+    return [Op("tp_gather", "all_gather", M, regions), Op("tp_scatter", "reduce_scatter", M, regions)]
+
+
+def _sharded_params(cfg):
+    C, Fh = cfg.hidden, cfg.mlp_hidden
+    n_self, n_blocks = _counts(cfg)
+    self_attn = (3 * C * C + 3 * C) + C * C
+    cross = (C * C + C) + (2 * C * C + 2 * C) + C * C
+    mlp = (C * Fh + Fh) + Fh * C
+    return n_self * self_attn + n_blocks * (cross + mlp)
+
+
+METHOD = MethodSpec(
+    name="megatron_sp", summary="tensor parallel + sequence parallel regions (AG before column, RS after row)",
+    constraints="heads % sp == 0 and the sharded dim % sp == 0",
+    check=_check, parallelize=_parallelize, forward_ops=_forward_ops, sharded_params=_sharded_params,
+)

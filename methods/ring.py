@@ -1,0 +1,110 @@
+"""Ring Attention: shard one sequence dim; K and V travel around the SP ring.
+
+Forward, N steps: attend q to the K, V block at hand while the next block is already in flight
+(batch_isend_irecv), merging partial outputs by log-sum-exp in fp32 (N-1 exchanges of K, V).
+Backward, N steps: K, V go around again (N-1 exchanges) and each block's dK, dV accumulator
+travels with it in fp32 and makes one last hop home (N exchanges). Any head count.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.autograd import Function
+
+from . import comm
+from .attn_kernels import block_backward, block_forward
+from .common import act_bytes, attentions, n_attn, seq_dims_divisible, shard_sequence
+from .spec import MethodSpec, Op
+
+KV_TAG, DKV_TAG = 1, 2   # P2P message tags: the K,V and dK,dV streams between the same peers
+
+
+def _merge(out, lse, blk_out, blk_lse):
+    """Log-sum-exp merge of two partial softmax attentions, in fp32."""
+    new_lse = torch.logaddexp(lse, blk_lse)
+    out = out * torch.exp(lse - new_lse)[..., None] + blk_out.float() * torch.exp(blk_lse - new_lse)[..., None]
+    return out, new_lse
+
+
+class _RingAttention(Function):
+    @staticmethod
+    def forward(ctx, q, k, v, group):
+        ring, n = comm.RingExchange(group), comm.size(group)
+        scale = q.shape[-1] ** -0.5
+        kv = [k, v]
+        out = lse = None
+        for step in range(n):
+            pending = ring.start(kv, "ring_kv", KV_TAG) if step < n - 1 else None
+            blk_out, blk_lse = block_forward(q, kv[0], kv[1], scale)
+            out, lse = (blk_out.float(), blk_lse) if out is None else _merge(out, lse, blk_out, blk_lse)
+            if pending is not None:
+                kv = pending.wait()
+        out = out.to(q.dtype)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.group, ctx.scale = group, scale
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, lse = ctx.saved_tensors
+        ring, n = comm.RingExchange(ctx.group), comm.size(ctx.group)
+        dout = dout.contiguous()
+        kv, dq, dkv = [k, v], torch.zeros_like(q, dtype=torch.float32), None
+        for step in range(n):
+            pending_kv = ring.start(kv, "ring_kv", KV_TAG) if step < n - 1 else None
+            dq_b, dk_b, dv_b = block_backward(dout, q, kv[0], kv[1], out, lse, ctx.scale)
+            dq += dq_b
+            if dkv is None:
+                acc = [dk_b.float(), dv_b.float()]
+            else:
+                acc = [a + b for a, b in zip(dkv.wait(), (dk_b, dv_b))]
+            # The accumulator of the block at hand follows that block to the next rank.
+            dkv = ring.start(acc, "ring_dkv", DKV_TAG)
+            if pending_kv is not None:
+                kv = pending_kv.wait()
+        dk, dv = dkv.wait()   # after N hops each accumulator is back with the block's owner
+        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None
+
+
+class RingAttention(nn.Module):
+    """Drop-in for LocalAttention: q, k, v (B', L/N, H, D) -> (B', L/N, H, D)."""
+
+    def __init__(self, group):
+        super().__init__()
+        self.group = group
+
+    def forward(self, q, k, v):
+        # Kernels want (B', H, L, D) contiguous.
+        q, k, v = (t.transpose(1, 2).contiguous() for t in (q, k, v))
+        return _RingAttention.apply(q, k, v, self.group).transpose(1, 2)
+
+
+def _check(cfg, shape, dims):
+    return seq_dims_divisible(shape, dims.sp, dims.shard)
+
+
+def _parallelize(model, dims):
+    shard_sequence(model, dims.shard_dim, dims.sp_group)
+    for attn in attentions(model, axis=dims.shard_dim):
+        attn.inner = RingAttention(dims.sp_group)
+    return model
+
+
+def _kv(cfg, shape, dims, b):
+    return 2 * act_bytes(cfg, shape, b) // dims.sp    # this rank's K and V blocks
+
+
+def _forward_ops(cfg, shape, dims, b):
+    return [Op("ring_kv", "send_recv", _kv(cfg, shape, dims, b), (dims.sp - 1) * n_attn(cfg))]
+
+
+def _backward_ops(cfg, shape, dims, b):
+    return [Op("ring_kv", "send_recv", _kv(cfg, shape, dims, b), (dims.sp - 1) * n_attn(cfg)),
+            Op("ring_dkv", "send_recv", _kv(cfg, shape, dims, 4), dims.sp * n_attn(cfg))]
+
+
+METHOD = MethodSpec(
+    name="ring", summary="K/V ring passing with log-sum-exp merge inside attention over the sharded dim",
+    constraints="the sharded dim % sp == 0; any head count",
+    check=_check, parallelize=_parallelize, forward_ops=_forward_ops, backward_ops=_backward_ops,
+)

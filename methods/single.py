@@ -1,0 +1,16 @@
+"""No sequence parallelism: the single-device oracle and the speed-up denominator."""
+from .spec import MethodSpec
+
+
+def _check(cfg, shape, dims):
+    return None if dims.sp == 1 else f"single runs without sequence parallelism (sp=1), got sp={dims.sp}"
+
+
+def _parallelize(model, dims):
+    return model
+
+
+METHOD = MethodSpec(
+    name="single", summary="unsharded model (oracle)", constraints="sp == 1",
+    check=_check, parallelize=_parallelize, forward_ops=lambda cfg, shape, dims, b: [],
+)

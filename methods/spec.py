@@ -1,0 +1,95 @@
+"""The method contract: a small spec of plain callables (torchtitan's TrainSpec idea).
+
+A method module `methods/<name>.py` (or a plugin module, see docs/adding-a-method.md) exports
+`METHOD = MethodSpec(...)`:
+- `check(cfg, shape, dims) -> str | None`: why this configuration cannot run, or None;
+- `parallelize(model, dims) -> model`: attach to the model's named seams, in place;
+- `forward_ops(cfg, shape, dims, dtype_bytes) -> [Op]`: the collectives of one forward pass
+  through the blocks, analytically; the backward defaults to their conjugates;
+- `sharded_params(cfg) -> int`: parameters the method shards (excluded from the SP gradient sync).
+`comm_bytes(...)` is derived from these and must equal the ledger exactly.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+import torch
+
+from ..models.config import ModelConfig, Shape
+from ..models.params import param_count
+from .common import out_bytes
+from .dims import Dims
+from .ledger import key, wire_bytes
+
+CONJUGATE = {"all_to_all": "all_to_all", "all_gather": "reduce_scatter",
+             "reduce_scatter": "all_gather", "send_recv": "send_recv", "all_reduce": "all_reduce"}
+MODES = ("infer", "train")
+
+
+class Op(NamedTuple):
+    """`count` calls of collective `op` with nccl-tests size `payload` bytes, in an SP group."""
+    tag: str
+    op: str
+    payload: int
+    count: int
+
+
+def _no_params(cfg: ModelConfig) -> int:
+    return 0
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    summary: str
+    constraints: str
+    check: Callable[[ModelConfig, Shape, Dims], str | None]
+    parallelize: Callable
+    forward_ops: Callable[[ModelConfig, Shape, Dims, int], list[Op]]
+    backward_ops: Callable[[ModelConfig, Shape, Dims, int], list[Op]] | None = None
+    sharded_params: Callable[[ModelConfig], int] = _no_params
+
+    def comm_bytes(self, cfg: ModelConfig, shape: Shape, dims: Dims, dtype=torch.float32,
+                   mode: str = "train", tagged: bool = True) -> dict[str, int]:
+        """Analytic wire bytes per rank for one step: {'tag/op.phase': bytes} (or {'op.phase': ...})."""
+        return comm_bytes(self, cfg, shape, dims, dtype, mode, tagged)
+
+    def plan(self, cfg: ModelConfig, shape: Shape, dims: Dims, dtype=torch.float32, mode: str = "train"):
+        """[(phase, Op)] for one step on one SP rank: what the formula counts, in order of kind."""
+        return step_plan(self, cfg, shape, dims, dtype, mode)
+
+
+def dtype_size(dtype) -> int:
+    if isinstance(dtype, str):
+        dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def step_plan(spec: MethodSpec, cfg, shape, dims, dtype, mode) -> list[tuple[str, Op]]:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if dims.sp == 1:
+        return []
+    b = dtype_size(dtype)
+    fwd = spec.forward_ops(cfg, shape, dims, b)
+    plan = [("fwd", op) for op in fwd]
+    plan.append(("fwd", Op("seq_gather", "all_gather", out_bytes(cfg, shape, b), 1)))
+    if mode == "train":
+        bwd = spec.backward_ops(cfg, shape, dims, b) if spec.backward_ops else [
+            Op(o.tag, CONJUGATE[o.op], o.payload, o.count) for o in fwd]
+        if cfg.grad_ckpt:   # checkpointed blocks re-run their forward (and its comm) in the backward
+            bwd = fwd + bwd
+        plan += [("bwd", op) for op in bwd]
+        replicated = param_count(cfg) - spec.sharded_params(cfg)
+        plan.append(("bwd", Op("grad_sync", "all_reduce", replicated * 4, 1)))  # fp32 gradients
+    return plan
+
+
+def comm_bytes(spec, cfg, shape, dims, dtype, mode, tagged=True) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for phase, o in step_plan(spec, cfg, shape, dims, dtype, mode):
+        if o.count:
+            out[key(o.op, phase, o.tag if tagged else None)] += o.count * wire_bytes(o.op, o.payload, dims.sp)
+    return dict(out)

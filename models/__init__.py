@@ -1,0 +1,12 @@
+"""Single-device spatial-temporal DiTs. Never imports torch.distributed, methods or bench."""
+from .config import MODELS, ModelConfig, Shape, get_config
+from .dit import S_DIM, T_DIM, SpatialTemporalDiT
+from .inputs import make_inputs
+
+
+def build_model(cfg: ModelConfig) -> SpatialTemporalDiT:
+    return SpatialTemporalDiT(cfg)
+
+
+__all__ = ["MODELS", "ModelConfig", "Shape", "get_config", "build_model", "make_inputs",
+           "SpatialTemporalDiT", "S_DIM", "T_DIM"]
