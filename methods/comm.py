@@ -8,6 +8,8 @@ Three bands, as in Megatron-LM's mappings.py:
 """
 from __future__ import annotations
 
+import threading
+
 import torch
 import torch.distributed as dist
 from torch.autograd import Function
@@ -277,3 +279,83 @@ class _Pending:
         for wk in self.works:
             wk.wait()
         return self.recv
+
+
+# ---------------------------------------------------------------- a library's own all-to-alls
+_EXTERNAL = threading.local()   # .busy: a recording wrapper is running (outer, nested ones skip)
+
+
+class record_external_all_to_all:  # noqa: N801 - a context manager, named like one
+    """Put the all-to-alls a library issues itself (DeepSpeed-Ulysses) in the ledger.
+
+    `with record_external_all_to_all(owner, tag_for):` replaces `owner.<name>` (default
+    `all_to_all_single`; for DeepSpeed, owner is the `deepspeed.comm` module, whose function
+    `deepspeed.sequence.layer` looks up at each call) by a wrapper that runs the original, timed
+    like our own ops, and records one event per call exactly as `_all_to_all` does: op
+    `all_to_all`, the current phase (`_phase()`), the group's size, payload = the input's bytes,
+    tag = `tag_for()`. It needs the library to call it as (output, input, ..., group=...), like
+    torch.distributed.all_to_all_single. Groups of size 1 record nothing, as ours.
+
+    The original is put back on exit. Nesting (last in, first out) is safe: only the innermost
+    wrapper records. A library whose backward runs outside any scope the caller holds (DeepSpeed's
+    autograd Functions) needs it entered once and kept: `.__enter__()` without an exit.
+    """
+
+    def __init__(self, owner, tag_for, name: str = "all_to_all_single"):
+        self.owner, self.tag_for, self.name = owner, tag_for, name
+        self._original = None
+
+    def __enter__(self) -> "record_external_all_to_all":
+        original = self._original = getattr(self.owner, self.name)
+        tag_for = self.tag_for
+
+        def recorded(output, input, *args, **kwargs):
+            if getattr(_EXTERNAL, "busy", False):   # an inner wrapper is recording this call
+                return original(output, input, *args, **kwargs)
+            group = kwargs.get("group", args[2] if len(args) > 2 else None)
+            _EXTERNAL.busy = True
+            try:
+                with _watch(group, input.device) as w:
+                    work = original(output, input, *args, **kwargs)
+            finally:
+                _EXTERNAL.busy = False
+            n = size(group)
+            if n > 1:
+                ledger.record("all_to_all", _phase(), n, _nbytes(input), tag_for(), w.elapsed)
+            return work
+
+        recorded.__wrapped__ = original
+        setattr(self.owner, self.name, recorded)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        setattr(self.owner, self.name, self._original)
+
+
+# ---------------------------------------------------------------- benchmark baselines (not used by methods)
+# For bench/switch_bench.py only; no method may call these. They record nothing in the ledger
+# (a ledger open around a benchmark sees only the method's own switch) and have no autograd.
+def ref_all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group: Group) -> torch.Tensor:
+    """The reference switch, as VideoSys/OpenDiT write it: tensor_split `scatter_dim` into n chunks
+    (each copied contiguous), list all_to_all, torch.cat of the received chunks along `gather_dim`."""
+    n = size(group)
+    if n == 1:
+        return x
+    inputs = [t.contiguous() for t in torch.tensor_split(x, n, scatter_dim)]
+    outputs = [torch.empty_like(inputs[0]) for _ in range(n)]
+    dist.all_to_all(outputs, inputs, group=group)
+    return torch.cat(outputs, dim=gather_dim).contiguous()
+
+
+def raw_all_to_all_single_(recv: torch.Tensor, send: torch.Tensor, group: Group) -> torch.Tensor:
+    """all_to_all_single on caller-preallocated contiguous buffers: the wire alone, no copy, no alloc."""
+    if size(group) > 1:
+        dist.all_to_all_single(recv, send, group=group)
+    return recv
+
+
+def all_reduce_max_(buf: torch.Tensor, group: Group) -> torch.Tensor:
+    """In place elementwise max over the group (e.g. the slowest rank's time per iteration)."""
+    if size(group) > 1:
+        dist.all_reduce(buf, op=dist.ReduceOp.MAX, group=group)
+    return buf

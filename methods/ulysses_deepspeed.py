@@ -1,0 +1,134 @@
+"""DeepSpeed-Ulysses itself: DeepSpeed's `DistributedAttention` around our local attention.
+
+The algorithm, layout and traffic of `ulysses` (4 all-to-alls per attention over the sharded dim,
+each moving one shard of q, k, v or the output), but DeepSpeed's code does the head/sequence
+switch and issues the collectives through `deepspeed.comm`. `comm.record_external_all_to_all`,
+entered once per process, puts them in the ledger with the tags of `ulysses`, so the formula
+check holds exactly as for our own methods. DeepSpeed is imported, and its comm set up on top of
+our process group, lazily in `parallelize` (importing it costs seconds; on the CPU accelerator
+its init would JIT-build a shared-memory op for minutes, which we switch off).
+
+DeepSpeed returns silently wrong output when the sequence does not divide the degree (DeepSpeed
+issues #7384, #7842), and uneven heads need its `groups.mpu`: `check` rejects both up front.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+from torch import nn
+
+from . import comm
+from .common import attentions, heads_divisible, seq_dims_divisible, shard_sequence
+from .spec import MethodSpec
+from .ulysses import H_DIM, L_DIM, _forward_ops
+
+NAME = "ulysses_deepspeed"
+
+# Which tag the next DeepSpeed all-to-all gets. Forward (also a checkpoint's recompute): while a
+# DistributedAttention runs, q, k, v until our local attention returns, then the output; the top
+# of _FWD. Backward: DeepSpeed's autograd Functions call in from the engine, outside any forward;
+# gradient hooks set _BWD as the gradient passes the output (its all-to-all is next), then our
+# local attention's output (the three of q, k, v are next). One attention's backward finishes its
+# q, k, v before the previous attention's output gradient is complete, so these never interleave.
+_FWD: list[str] = []
+_BWD = ["ulysses_out"]
+
+
+def _tag() -> str:
+    return _FWD[-1] if _FWD else _BWD[0]
+
+
+def _set_bwd(tag: str):
+    def hook(grad):
+        _BWD[0] = tag
+    return hook
+
+
+def has_deepspeed() -> bool:
+    return importlib.util.find_spec("deepspeed") is not None
+
+
+_RECORDER: comm.record_external_all_to_all | None = None
+
+
+def init_deepspeed() -> None:
+    """Import DeepSpeed and set its comm up on our (already initialised) process group; once per process."""
+    global _RECORDER
+    if _RECORDER is not None:
+        return
+    import torch
+    if not torch.cuda.is_available():
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")   # else a warning, and the same choice
+    import deepspeed
+    import deepspeed.comm as ds_comm
+    from deepspeed.accelerator import get_accelerator
+    if get_accelerator().device_name() == "cpu":
+        # On the CPU accelerator init JIT-builds a shared-memory allreduce op (1-2 minutes); its
+        # all-to-all is torch.distributed's anyway.
+        deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
+    if not ds_comm.is_initialized():
+        if not comm.is_initialized():
+            raise RuntimeError(f"{NAME} needs an initialised process group (comm.init) before parallelize")
+        deepspeed.init_distributed(dist_backend=comm.backend_name(), verbose=False)
+    recorder = comm.record_external_all_to_all(ds_comm, _tag)
+    recorder.__enter__()   # kept for the process: DeepSpeed's backward calls in from the autograd engine
+    _RECORDER = recorder
+
+
+class _MarkedLocal(nn.Module):
+    """Our local attention; marks where DistributedAttention turns from q, k, v to the output."""
+
+    def __init__(self, local: nn.Module):
+        super().__init__()
+        self.local = local
+
+    def forward(self, q, k, v):
+        o = self.local(q, k, v)
+        _FWD[-1] = "ulysses_out"
+        if o.requires_grad:   # backward: its gradient is here, q, k, v go back next
+            o.register_hook(_set_bwd("ulysses_qkv"))
+        return o
+
+
+class DeepSpeedUlyssesAttention(nn.Module):
+    """DeepSpeed's DistributedAttention on q, k, v `(B', L/N, H, D)` -> `(B', L/N, H, D)`."""
+
+    def __init__(self, local: nn.Module, group):
+        super().__init__()
+        init_deepspeed()
+        from deepspeed.sequence.layer import DistributedAttention
+        # Batch-first (batch_dim_idx=0): scatter the heads, gather the sequence; back the other way.
+        self.dist_attn = DistributedAttention(_MarkedLocal(local), group, scatter_idx=H_DIM, gather_idx=L_DIM)
+
+    def forward(self, q, k, v):
+        _FWD.append("ulysses_qkv")
+        try:
+            o = self.dist_attn(q, k, v, 0)
+        finally:
+            _FWD.pop()
+        if o.requires_grad:   # backward: the output's all-to-all goes back first
+            o.register_hook(_set_bwd("ulysses_out"))
+        return o
+
+
+def _check(cfg, shape, dims):
+    if not has_deepspeed():
+        return f"{NAME} needs DeepSpeed, which is not installed (pip install 'dspbench[deepspeed]')"
+    return heads_divisible(cfg, dims.sp, NAME) or seq_dims_divisible(shape, dims.sp, dims.shard)
+
+
+def _parallelize(model, dims):
+    shard_sequence(model, dims.shard_dim, dims.sp_group)
+    if dims.sp == 1:   # nothing to distribute (and DeepSpeed's comm needs a process group)
+        return model
+    for attn in attentions(model, axis=dims.shard_dim):
+        attn.inner = DeepSpeedUlyssesAttention(attn.inner, dims.sp_group)
+    return model
+
+
+METHOD = MethodSpec(
+    name=NAME, summary="DeepSpeed's own DistributedAttention (Ulysses) inside attention over the sharded dim",
+    constraints="deepspeed installed, heads % sp == 0 and the sharded dim % sp == 0",
+    check=_check, parallelize=_parallelize, forward_ops=_forward_ops,
+)

@@ -1,0 +1,96 @@
+"""DeepSpeed-Ulysses cross-check: DeepSpeed's DistributedAttention equals our Ulysses, and the
+`ulysses_deepspeed` method passes the same oracle and ledger == formula checks as our methods.
+
+DeepSpeed is looked up with find_spec, not imported: the pytest process forks the rank pool and
+must not pay for (or be changed by) the import; the ranks import it lazily.
+"""
+import importlib.util
+
+import pytest
+import torch
+
+import deepspeed_tasks as dt
+import oracle_tasks as ot
+
+pytestmark = [
+    pytest.mark.deepspeed,
+    pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None,
+                       reason="deepspeed is not installed (pip install 'dspbench[deepspeed]')"),
+]
+
+TIGHT = 1e-6   # fp32, the same local attention on the same gathered tensors: equal up to a few ulps
+RTOL = 2e-6    # the full-model oracle tolerance of tests/test_oracle.py
+
+
+def assert_matches_oracle(res, sp):
+    """As tests/test_oracle.py: output, parameter and summed input gradients, ledger == formula."""
+    r = res[0]
+    assert "unsupported" not in r, r
+    assert r["out_err"] <= RTOL * max(1.0, r["out_scale"]), r["out_err"]
+    assert r["grad_err"] <= RTOL * max(1.0, r["grad_scale"]), (r["worst_param"], r["grad_err"])
+    for start in range(0, len(res), sp):      # input gradient: partial per SP rank, summed
+        x_grad = sum(q["x_grad"] for q in res[start:start + sp])
+        torch.testing.assert_close(x_grad, r["x_grad_ref"], rtol=0, atol=RTOL * max(1.0, r["grad_scale"]))
+    for q in res:
+        assert q["ledger"] == q["formula"], (q["ledger"], q["formula"])
+
+
+@pytest.mark.gloo
+@pytest.mark.parametrize("world", [2, 4])
+def test_distributed_attention_equals_our_ulysses(rank_pool, world):
+    res = rank_pool(world).run(dt.attention_case, (2, 8, 4, 8))
+    for r in res:
+        for pair in ("raw_vs_ours", "method_vs_ours", "ours_vs_ref"):
+            assert r[pair]["out"] <= TIGHT and r[pair]["grad"] <= TIGHT, (pair, r[pair])
+        # Same all-to-alls: 4 forward, 4 backward, each one shard (B, L/N, H, D) of fp32.
+        shard = 2 * (8 // world) * 4 * 8 * 4
+        expected = sorted([("fwd", "all_to_all", world, shard)] * 4 + [("bwd", "all_to_all", world, shard)] * 4)
+        assert r["events"]["ours"] == expected, r["events"]["ours"]
+        assert r["events"]["raw"] == expected, r["events"]["raw"]
+        assert r["events"]["method"] == expected, r["events"]["method"]
+        assert r["raw_tags"] == ["deepspeed"]        # the innermost recorder alone recorded them
+        assert r["restored"]
+        # The method's wrapper tags DeepSpeed's calls as ours: q, k, v and the output, each direction.
+        assert r["counts"]["method"] == r["counts"]["ours"] == {
+            "ulysses_qkv/all_to_all.fwd": 3, "ulysses_out/all_to_all.fwd": 1,
+            "ulysses_qkv/all_to_all.bwd": 3, "ulysses_out/all_to_all.bwd": 1}
+        assert r["totals"]["method"] == r["totals"]["ours"]
+
+
+@pytest.mark.gloo
+@pytest.mark.parametrize("model", ["stdit-tiny", "stdit3-tiny"])
+@pytest.mark.parametrize("world", [2, 4])
+def test_ulysses_deepspeed_equals_oracle(rank_pool, world, model):
+    res = rank_pool(world).run(ot.oracle_case, "ulysses_deepspeed", model, (2, 4, 16), world)
+    assert_matches_oracle(res, world)
+
+
+@pytest.mark.gloo
+def test_ulysses_deepspeed_tags_survive_checkpointing_and_spatial_shard(rank_pool):
+    # Recompute re-runs DeepSpeed's forward all-to-alls inside the backward: still tagged q, k, v / out.
+    assert_matches_oracle(rank_pool(4).run(ot.oracle_case, "ulysses_deepspeed", "stdit-tiny", (1, 4, 16), 4,
+                                           ckpt=True), 4)
+    assert_matches_oracle(rank_pool(2).run(ot.oracle_case, "ulysses_deepspeed", "stdit3-tiny", (1, 2, 16), 2,
+                                           shard="S"), 2)
+
+
+def test_check_gives_clear_reasons(monkeypatch):
+    from dspbench.methods import Dims, get_method
+    from dspbench.methods import ulysses_deepspeed
+    from dspbench.models import Shape, get_config
+    spec = get_method("ulysses_deepspeed")
+    ok = get_config("stdit-tiny")
+    assert spec.check(ok, Shape(1, 4, 16), Dims(sp=4)) is None
+    reason = spec.check(get_config("stdit-tiny", hidden=48, heads=6), Shape(1, 4, 16), Dims(sp=4))
+    assert "heads=6 is not divisible by the SP degree 4" in reason and "ulysses_deepspeed" in reason
+    assert "frames T=6 is not divisible by the SP degree 4" in spec.check(ok, Shape(1, 6, 16), Dims(sp=4))
+    monkeypatch.setattr(ulysses_deepspeed, "has_deepspeed", lambda: False)
+    assert "needs DeepSpeed" in spec.check(ok, Shape(1, 4, 16), Dims(sp=4))
+    assert spec.comm_bytes(ok, Shape(2, 4, 16), Dims(sp=4)) == \
+        get_method("ulysses").comm_bytes(ok, Shape(2, 4, 16), Dims(sp=4))
+
+
+@pytest.mark.gloo
+def test_heads_not_divisible_rejected_before_deepspeed_runs(rank_pool):
+    res = rank_pool(4).run(ot.oracle_case, "ulysses_deepspeed", "stdit-tiny", (1, 4, 16), 4, hidden=48, heads=6)
+    assert "heads=6 is not divisible by the SP degree 4" in res[0]["unsupported"]
