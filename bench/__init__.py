@@ -1,0 +1,2 @@
+"""dspbench: sequence parallelism for spatial-temporal transformers, measured honestly."""
+__version__ = "0.1.0"

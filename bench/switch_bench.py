@@ -32,6 +32,10 @@ import tempfile
 import time
 import traceback
 
+import torch  # imported before the ranks fork, so no rank pays for it
+
+from dspbench.methods import comm
+
 VARIANTS = ("a", "b", "c", "d")
 LABELS = {
     "a": "DSP switch: comm.all_to_all(x, 2, 1) under no_grad",
@@ -69,9 +73,6 @@ def _summary(xs: list[float]) -> dict:
 
 # ---------------------------------------------------------------- rank side
 def _ops(x, group, bufs: dict):
-    import torch
-    from dspbench.methods import comm
-
     n = comm.size(group)
 
     def a():
@@ -92,9 +93,6 @@ def _ops(x, group, bufs: dict):
 
 def verify(x, group) -> dict:
     """Run (a) and (b) once on `x`; every rank must get the same (B, T, S/N, C) tensor from both."""
-    import torch
-    from dspbench.methods import comm
-
     n = comm.size(group)
     with torch.no_grad():
         out_a = comm.all_to_all(x, S_DIM, T_DIM, group, TAG)
@@ -112,9 +110,6 @@ def verify(x, group) -> dict:
 
 
 def _rank_bench(cfg: dict) -> dict:
-    import torch
-    from dspbench.methods import comm
-
     group = None
     n = comm.size(group)
     rank = comm.rank(group)
@@ -172,9 +167,7 @@ def _rank_bench(cfg: dict) -> dict:
 
 
 def _child(rank: int, world: int, init_file: str, cfg: dict, conn) -> None:
-    import torch
     torch.set_num_threads(1)  # first, before any torch work (forked from a possibly threaded parent)
-    from dspbench.methods import comm
     try:
         comm.init("gloo", rank, world, init_method=f"file://{init_file}", timeout_s=cfg["timeout_s"])
         res = ("ok", _rank_bench(cfg))
@@ -227,7 +220,6 @@ def run(world: int = 4, sizes_mib=(4, 16, 64), repeats: int = 9, iters: int = 5,
                 p.terminate()
                 p.join()
         shutil.rmtree(tmp, ignore_errors=True)
-    import torch
     return {
         "world": world, "backend": "gloo", "device": "cpu", "threads_per_rank": 1,
         "dtype": "float32", "frames": frames, "hidden": hidden, "batch": batch,

@@ -67,6 +67,15 @@ def barrier(group: Group = None) -> None:
         dist.barrier(group=group)
 
 
+def all_gather_object(obj) -> list:
+    """Small Python metadata from every rank of the world (harness bookkeeping, not in the ledger)."""
+    if not is_initialized() or world_size() == 1:
+        return [obj]
+    out = [None] * world_size()
+    dist.all_gather_object(out, obj)
+    return out
+
+
 def backend_name() -> str:
     return dist.get_backend() if is_initialized() else "none"
 
@@ -90,13 +99,36 @@ def _nbytes(t: torch.Tensor) -> int:
 
 
 # ---------------------------------------------------------------- band 1: private helpers
+_SEND_SCRATCH = threading.local()   # .bufs: dtype -> flat CPU buffer, reused by _send_buffer
+
+
+def _send_buffer(view: torch.Tensor) -> torch.Tensor:
+    """`view` as a contiguous tensor that only feeds a blocking collective: itself if contiguous
+    (no copy), else one copy. On CPU the copy goes into a per-thread scratch, grown and never
+    shrunk, instead of a new tensor: glibc serves blocks over its mmap threshold (32 MiB at most)
+    from fresh pages, and faulting in a fresh send buffer per switch cost as much as the copy and
+    the wire together (bench/switch_bench.py, 64 MiB/rank). The collective has returned before
+    the next call reuses the scratch (no async_op here). On CUDA the caching allocator already
+    recycles memory, so there the copy is a plain temporary.
+    """
+    if view.is_contiguous() or view.device.type != "cpu":
+        return view.contiguous()
+    bufs = _SEND_SCRATCH.__dict__.setdefault("bufs", {})
+    buf = bufs.get(view.dtype)
+    if buf is None or buf.numel() < view.numel():
+        with torch.inference_mode(False):   # a normal tensor, usable in and out of inference mode
+            buf = bufs[view.dtype] = torch.empty(view.numel(), dtype=view.dtype)
+    with torch.no_grad():
+        return buf[: view.numel()].view(view.shape).copy_(view)
+
+
 def _all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group: Group, tag: str) -> torch.Tensor:
     """Split `scatter_dim` into n chunks, send chunk j to rank j, concatenate received along `gather_dim`."""
     n = size(group)
     if n == 1:
         return x
     # (.., d_s, ..) -> (n, .., d_s/n, ..): the one copy into a contiguous send buffer.
-    send = x.unflatten(scatter_dim, (n, x.shape[scatter_dim] // n)).movedim(scatter_dim, 0).contiguous()
+    send = _send_buffer(x.unflatten(scatter_dim, (n, x.shape[scatter_dim] // n)).movedim(scatter_dim, 0))
     recv = torch.empty_like(send)
     with _watch(group, x.device) as w:
         dist.all_to_all_single(recv, send, group=group)

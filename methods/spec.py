@@ -29,11 +29,12 @@ MODES = ("infer", "train")
 
 
 class Op(NamedTuple):
-    """`count` calls of collective `op` with nccl-tests size `payload` bytes, in an SP group."""
+    """`count` calls of collective `op` with nccl-tests size `payload` bytes, in the SP (or DP) group."""
     tag: str
     op: str
     payload: int
     count: int
+    group: str = "sp"
 
 
 def _no_params(cfg: ModelConfig) -> int:
@@ -70,8 +71,15 @@ def dtype_size(dtype) -> int:
 def step_plan(spec: MethodSpec, cfg, shape, dims, dtype, mode) -> list[tuple[str, Op]]:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if dims.sp == 1:
-        return []
+    plan = _sp_plan(spec, cfg, shape, dims, dtype, mode) if dims.sp > 1 else []
+    if mode == "train" and dims.dp > 1:   # data-parallel mean of this rank's gradients
+        sharded = spec.sharded_params(cfg)
+        local = param_count(cfg) - sharded + sharded // dims.sp
+        plan.append(("bwd", Op("dp_grad_sync", "all_reduce", local * dtype_size(dtype), 1, "dp")))
+    return plan
+
+
+def _sp_plan(spec: MethodSpec, cfg, shape, dims, dtype, mode) -> list[tuple[str, Op]]:
     b = dtype_size(dtype)
     fwd = spec.forward_ops(cfg, shape, dims, b)
     plan = [("fwd", op) for op in fwd]
@@ -83,7 +91,7 @@ def step_plan(spec: MethodSpec, cfg, shape, dims, dtype, mode) -> list[tuple[str
             bwd = fwd + bwd
         plan += [("bwd", op) for op in bwd]
         replicated = param_count(cfg) - spec.sharded_params(cfg)
-        plan.append(("bwd", Op("grad_sync", "all_reduce", replicated * 4, 1)))  # fp32 gradients
+        plan.append(("bwd", Op("grad_sync", "all_reduce", replicated * b, 1)))  # gradients in the model dtype
     return plan
 
 
@@ -91,5 +99,6 @@ def comm_bytes(spec, cfg, shape, dims, dtype, mode, tagged=True) -> dict[str, in
     out: dict[str, int] = defaultdict(int)
     for phase, o in step_plan(spec, cfg, shape, dims, dtype, mode):
         if o.count:
-            out[key(o.op, phase, o.tag if tagged else None)] += o.count * wire_bytes(o.op, o.payload, dims.sp)
+            n = dims.sp if o.group == "sp" else dims.dp
+            out[key(o.op, phase, o.tag if tagged else None)] += o.count * wire_bytes(o.op, o.payload, n)
     return dict(out)

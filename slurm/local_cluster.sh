@@ -84,11 +84,9 @@ wait_for() {
 
 # ------------------------------------------------------------------ install
 all_installed() {
-    local p st
-    for p in "${PACKAGES[@]}"; do
-        st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-        [[ $st == installed ]] || return 1
-    done
+    local n
+    n=$(dpkg-query -W -f='${db:Status-Status}\n' "${PACKAGES[@]}" 2>/dev/null | grep -cx installed || true)
+    [[ $n -eq ${#PACKAGES[@]} ]]
 }
 
 cmd_install() {
@@ -125,8 +123,9 @@ cmd_install() {
 }
 
 # ------------------------------------------------------------------ configs
-CHANGED=0
-# write_file PATH MODE : content on stdin; replaces PATH only if the content differs
+CHANGED=0     # slurm.conf or gres.conf changed
+CHANGED_DBD=0 # slurmdbd.conf changed
+# write_file PATH MODE : content on stdin; replaces PATH only if the content differs (sets CHANGED)
 write_file() {
     local path=$1 mode=$2 tmp
     tmp=$(mktemp "$path.XXXXXX")
@@ -211,6 +210,8 @@ AutoDetect=off
 $gres_line
 EOF
 
+    local changed_slurm=$CHANGED
+    CHANGED=0
     write_file "$CONF_DIR/slurmdbd.conf" 600 <<EOF
 # Written by dspbench slurm/local_cluster.sh
 AuthType=auth/munge
@@ -226,6 +227,8 @@ StorageUser=slurm
 StoragePass=slurm
 StorageLoc=slurm_acct_db
 EOF
+    CHANGED_DBD=$CHANGED
+    CHANGED=$changed_slurm
     # No cgroup.conf: with proctrack/linuxproc + task/none nothing uses cgroups.
     [[ -f $STATE/ctld/jobid.conf ]] || : >"$STATE/ctld/jobid.conf"
 }
@@ -239,7 +242,8 @@ ensure_hosts() {
 }
 
 start_munge() {
-    if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
+    # (munge -n alone would retry for seconds against a stale socket: check the pid first)
+    if alive_pid "$MUNGE_PID" munged >/dev/null && munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
         say "munged: already running"
         return 0
     fi
@@ -249,7 +253,7 @@ start_munge() {
     fi
     install -d -o munge -g munge -m 0755 /run/munge
     say "starting munged"
-    runuser -u munge -- munged || die "munged failed to start (see /var/log/munge/munged.log)"
+    runuser -u munge -- munged 9>&- || die "munged failed to start (see /var/log/munge/munged.log)"
     touch "$MUNGE_MARK"
     wait_for 10 munge bash -c 'munge -n | unmunge' || die "munge does not answer (see /var/log/munge/munged.log)"
 }
@@ -276,7 +280,7 @@ start_mariadb() {
         --socket="$DB_SOCK" --pid-file="$DB_PID" --port="$DB_PORT" --bind-address=127.0.0.1 \
         --skip-name-resolve --log-error="$LOGS/mariadb.log" \
         --innodb-buffer-pool-size=1G --innodb-log-file-size=64M --innodb-lock-wait-timeout=900 \
-        </dev/null >>"$LOGS/mariadb.log" 2>&1 &
+        </dev/null >>"$LOGS/mariadb.log" 2>&1 9>&- &
     wait_for 60 mariadb db_ping || { logtail "$LOGS/mariadb.log"; die "mariadbd did not come up"; }
     mariadb --no-defaults --socket="$DB_SOCK" -u root -e "
         CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm';
@@ -289,7 +293,7 @@ start_slurmdbd() {
         say "slurmdbd: already running (pid $pid)"
     else
         say "starting slurmdbd"
-        slurmdbd || { logtail "$LOGS/slurmdbd.log"; die "slurmdbd failed to start"; }
+        slurmdbd 9>&- || { logtail "$LOGS/slurmdbd.log"; die "slurmdbd failed to start"; }
     fi
     wait_for 30 slurmdbd sacctmgr -n list cluster ||
         { logtail "$LOGS/slurmdbd.log"; die "slurmdbd does not answer (sacctmgr list cluster)"; }
@@ -305,15 +309,17 @@ start_slurmctld() {
         return 0
     fi
     # slurmctld -c starts with an empty queue (a stale saved state can hold ghost jobs after a
-    # crash). Continue the job ids after the ones in the accounting DB, so ids are never reused
-    # (submitit folders with %j would otherwise pick up old results).
+    # crash). Continue the job ids after the last one known (accounting DB, batch scripts left in
+    # the state dir), so ids are not reused: submitit folders with %j would pick up old results.
     local last
-    last=$(sacct -a -X -n -P -D -S 1970-01-01 -E now -o JobIDRaw 2>/dev/null |
-        tr -dc '0-9\n' | sort -n | tail -n 1 || true)
+    last=$({
+        sacct -a -X -n -P -D -S 1970-01-01 -E now -o JobIDRaw 2>/dev/null || true
+        find "$STATE/ctld" -mindepth 2 -maxdepth 2 -name 'job.*' -printf '%f\n' 2>/dev/null || true
+    } | tr -dc '0-9\n' | sort -n | tail -n 1)
     printf '# written by local_cluster.sh at each slurmctld start\nFirstJobId=%s\n' "$((${last:-0} + 1))" \
         >"$STATE/ctld/jobid.conf"
     say "starting slurmctld (clean queue, first job id $((${last:-0} + 1)))"
-    slurmctld -c || { logtail "$LOGS/slurmctld.log"; die "slurmctld failed to start"; }
+    slurmctld -c 9>&- || { logtail "$LOGS/slurmctld.log"; die "slurmctld failed to start"; }
 }
 
 start_slurmd() {
@@ -322,7 +328,7 @@ start_slurmd() {
         return 0
     fi
     say "starting slurmd (node $NODE, CPUs=$CPUS, gpus=$GPUS)"
-    slurmd -N "$NODE" || { logtail "$LOGS/slurmd.log"; die "slurmd failed to start"; }
+    slurmd -N "$NODE" 9>&- || { logtail "$LOGS/slurmd.log"; die "slurmd failed to start"; }
 }
 
 node_state() { sinfo -h -n "$NODE" -o '%T' 2>/dev/null | head -n 1; }
@@ -346,17 +352,28 @@ wait_node_ready() {
     die "node $NODE did not become idle within 60 s (state: '${st:-none}', reason: $(sinfo -h -R -o '%E' 2>/dev/null))"
 }
 
-stop_pidfile() { # stop_pidfile PIDFILE NAME : SIGTERM, wait up to 20 s, then SIGKILL
-    local pid
-    pid=$(alive_pid "$1" "$2") || return 0
-    say "stopping $2 (pid $pid)"
-    kill -TERM "$pid" 2>/dev/null || true
-    local deadline=$((SECONDS + 20))
-    while [[ -e /proc/$pid ]] && ((SECONDS < deadline)); do sleep 0.2; done
-    if [[ -e /proc/$pid ]]; then
-        say "$2 did not exit: SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
+# stop_daemons PIDFILE:NAME... : SIGTERM them together, wait up to 20 s, then SIGKILL what is left
+stop_daemons() {
+    local spec pid pids=() names=()
+    for spec in "$@"; do
+        pid=$(alive_pid "${spec%%:*}" "${spec##*:}") || continue
+        say "stopping ${spec##*:} (pid $pid)"
+        kill -TERM "$pid" 2>/dev/null || true
+        pids+=("$pid") names+=("${spec##*:}")
+    done
+    local deadline=$((SECONDS + 20)) i left
+    while :; do
+        left=0
+        for i in "${!pids[@]}"; do [[ -e /proc/${pids[i]} ]] && left=1; done
+        ((left && SECONDS < deadline)) || break
+        sleep 0.2
+    done
+    for i in "${!pids[@]}"; do
+        if [[ -e /proc/${pids[i]} ]]; then
+            say "${names[i]} did not exit after 20 s: SIGKILL"
+            kill -KILL "${pids[i]}" 2>/dev/null || true
+        fi
+    done
 }
 
 # ------------------------------------------------------------------ commands
@@ -364,6 +381,7 @@ cmd_start() {
     need_root
     all_installed || die "packages missing (${PACKAGES[*]}): run '$0 install' (or '$0 up') first"
     mkdir -p "$STATE"
+    # fd 9 holds the lock; every daemon is started with 9>&- so that it does not inherit it.
     exec 9>"$STATE/.lock"
     flock -w 180 9 || die "another local_cluster.sh is running (lock $STATE/.lock)"
     ensure_hosts
@@ -376,13 +394,11 @@ cmd_start() {
                 restarted=1
             fi
         done
-        if ((restarted)); then
-            stop_pidfile "$RUN/slurmd.pid" slurmd
-            stop_pidfile "$RUN/slurmctld.pid" slurmctld
-        fi
-        if alive_pid "$RUN/slurmdbd.pid" slurmdbd >/dev/null; then
-            stop_pidfile "$RUN/slurmdbd.pid" slurmdbd
-        fi
+        ((restarted)) && stop_daemons "$RUN/slurmd.pid:slurmd" "$RUN/slurmctld.pid:slurmctld"
+    fi
+    if ((CHANGED_DBD)) && alive_pid "$RUN/slurmdbd.pid" slurmdbd >/dev/null; then
+        say "slurmdbd.conf changed: restarting slurmdbd"
+        stop_daemons "$RUN/slurmdbd.pid:slurmdbd"
     fi
     start_munge
     start_mariadb
@@ -408,14 +424,13 @@ cmd_stop() {
             wait_for 30 "jobs gone" bash -c '[[ -z $(squeue -h -o %A 2>/dev/null) ]]' || true
         fi
     fi
-    stop_pidfile "$RUN/slurmd.pid" slurmd
-    stop_pidfile "$RUN/slurmctld.pid" slurmctld
-    stop_pidfile "$RUN/slurmdbd.pid" slurmdbd
-    stop_pidfile "$DB_PID" mariadbd
+    stop_daemons "$RUN/slurmd.pid:slurmd" "$RUN/slurmctld.pid:slurmctld"
+    stop_daemons "$RUN/slurmdbd.pid:slurmdbd"
     if [[ -e $MUNGE_MARK ]]; then
-        stop_pidfile "$MUNGE_PID" munged
+        stop_daemons "$DB_PID:mariadbd" "$MUNGE_PID:munged"
         rm -f "$MUNGE_MARK"
     else
+        stop_daemons "$DB_PID:mariadbd"
         say "munged: not started by this script, left alone"
     fi
     say "stopped"
@@ -423,8 +438,8 @@ cmd_stop() {
 
 cmd_status() {
     local ok=0 pid d
-    if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
-        printf '%-10s %s\n' munged running
+    if pid=$(alive_pid "$MUNGE_PID" munged) && munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
+        printf '%-10s %s\n' munged "running (pid $pid)"
     else
         printf '%-10s %s\n' munged DOWN
         ok=1

@@ -11,6 +11,7 @@ import torch
 
 import deepspeed_tasks as dt
 import oracle_tasks as ot
+from oracle_tasks import assert_matches_oracle
 
 pytestmark = [
     pytest.mark.deepspeed,
@@ -19,20 +20,6 @@ pytestmark = [
 ]
 
 TIGHT = 1e-6   # fp32, the same local attention on the same gathered tensors: equal up to a few ulps
-RTOL = 2e-6    # the full-model oracle tolerance of tests/test_oracle.py
-
-
-def assert_matches_oracle(res, sp):
-    """As tests/test_oracle.py: output, parameter and summed input gradients, ledger == formula."""
-    r = res[0]
-    assert "unsupported" not in r, r
-    assert r["out_err"] <= RTOL * max(1.0, r["out_scale"]), r["out_err"]
-    assert r["grad_err"] <= RTOL * max(1.0, r["grad_scale"]), (r["worst_param"], r["grad_err"])
-    for start in range(0, len(res), sp):      # input gradient: partial per SP rank, summed
-        x_grad = sum(q["x_grad"] for q in res[start:start + sp])
-        torch.testing.assert_close(x_grad, r["x_grad_ref"], rtol=0, atol=RTOL * max(1.0, r["grad_scale"]))
-    for q in res:
-        assert q["ledger"] == q["formula"], (q["ledger"], q["formula"])
 
 
 @pytest.mark.gloo

@@ -75,13 +75,13 @@ def _sbatch(*args: str) -> str:
     return r.stdout.strip().split(";")[0]
 
 
-def _executor(folder: Path, **params) -> "submitit.AutoExecutor":
+def _executor(folder: Path, timeout_min: int = 5, **params) -> "submitit.AutoExecutor":
     if submitit is None:
         pytest.skip("submitit is not installed (pip install 'dspbench[slurm]')")
     ex = submitit.AutoExecutor(folder=folder, cluster="slurm")
     ex.update_parameters(
         slurm_partition=PARTITION,
-        timeout_min=5,
+        timeout_min=timeout_min,
         nodes=1,
         cpus_per_task=1,
         # the job must import this module (functions are pickled by reference)
@@ -182,3 +182,15 @@ def test_submitit_preempted_job_is_requeued_and_resumes(partition, tmp_path):
     assert _results(job, timeout=75) == [("resumed", 1)]
     r = _run("sacct", "-j", job.job_id, "-X", "-n", "-P", "-D", "-o", "State")
     assert "REQUEUED" in r.stdout.split(), r.stdout
+
+
+def test_submitit_job_reaching_its_time_limit_is_requeued_and_resumes(partition, tmp_path):
+    """A real time limit: SLURM sends USR2 `signal_delay_s` before it; submitit checkpoints and requeues."""
+    if submitit is None:
+        pytest.skip("submitit is not installed")
+    # 1 min limit, USR2 55 s before it: slurmctld sends it at its first timer check after 5 s.
+    ex = _executor(tmp_path / "job", tasks_per_node=1, timeout_min=1, slurm_signal_delay_s=55)
+    job = ex.submit(ResumeAfterRequeue(), str(tmp_path / "started"))
+    assert _results(job, timeout=85) == [("resumed", 1)]
+    r = _run("sacct", "-j", job.job_id, "-X", "-n", "-P", "-D", "-o", "State")
+    assert r.stdout.split() == ["REQUEUED", "COMPLETED"], r.stdout

@@ -1,0 +1,180 @@
+"""Launchers: start the ranks of one run and bring back rank 0's metrics or the first failure.
+
+- local: this process forks (gloo) or spawns (nccl) the ranks itself, rendezvous through a file,
+  and watches them: the first failure or the deadline ends the run, and every rank is killed.
+- env / torchrun: this process is one rank; RANK, WORLD_SIZE, MASTER_ADDR, ... come from the
+  environment (torchrun sets them; so does submitit's TorchDistributedEnvironment().export()).
+- slurm: as env, with the variables derived from SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, ...
+"""
+from __future__ import annotations
+
+import ctypes
+import multiprocessing as mp
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+
+from .config import RunConfig
+
+GRACE_S = 3.0   # after the first failure, how long the other ranks get to report theirs
+
+
+@dataclass
+class Outcome:
+    status: str                  # ok | error | oom | timeout
+    error: str | None = None
+    metrics: dict | None = None
+
+
+def classify(exc: BaseException) -> str:
+    import torch
+    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)):
+        return "oom"
+    return "error"
+
+
+def threads_per_rank(cfg: RunConfig) -> int:
+    return cfg.threads or max(1, (os.cpu_count() or 1) // cfg.gpus)
+
+
+# ---------------------------------------------------------------- local
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this child if the launching process dies, so no rank is ever orphaned."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _child(cfg: RunConfig, rank: int, init_method: str, conn, progress: bool) -> None:
+    _die_with_parent()
+    import torch
+    torch.set_num_threads(threads_per_rank(cfg))   # first: threaded work before fork can deadlock
+    from .methods import comm
+    from .worker import run_rank
+    try:
+        comm.init(cfg.backend, rank, cfg.gpus, init_method=init_method, timeout_s=cfg.timeout_s)
+        conn.send(("ok", run_rank(cfg, progress)))
+    except BaseException as e:  # noqa: BLE001 - reported to the launcher, which decides
+        conn.send((classify(e), f"rank {rank}: {type(e).__name__}: {e}", traceback.format_exc()))
+        conn.close()
+        os._exit(1)   # peers may be stuck in a collective with us: do not wait for a clean teardown
+    conn.close()
+    comm.destroy()
+
+
+def launch_local(cfg: RunConfig, progress: bool = False) -> Outcome:
+    ctx = mp.get_context("fork" if cfg.backend == "gloo" else "spawn")
+    with tempfile.TemporaryDirectory(prefix="dspbench-run-") as tmp:
+        init_method = f"file://{tmp}/rendezvous" if cfg.backend == "gloo" else _tcp_init()
+        conns, procs = [], []
+        for rank in range(cfg.gpus):
+            parent, child = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=_child, args=(cfg, rank, init_method, child, progress), daemon=True)
+            p.start()
+            child.close()
+            conns.append(parent)
+            procs.append(p)
+        try:
+            return _watch(cfg, conns, procs)
+        finally:
+            for p in procs:
+                if p.is_alive():
+                    p.kill()
+                p.join(timeout=10)
+
+
+def _tcp_init() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"tcp://127.0.0.1:{s.getsockname()[1]}"
+
+
+def _watch(cfg: RunConfig, conns, procs) -> Outcome:
+    deadline, pending = time.monotonic() + cfg.timeout_s, set(range(len(procs)))
+    metrics, failure, failed_at = None, None, None
+    while pending:
+        now = time.monotonic()
+        if failure and now > failed_at + GRACE_S:
+            break
+        if now > deadline:
+            return Outcome("timeout", f"ranks {sorted(pending)} did not finish within {cfg.timeout_s:g} s")
+        for rank in sorted(pending):
+            msg = _poll(conns[rank], procs[rank], rank)
+            if msg is None:
+                continue
+            pending.discard(rank)
+            if msg[0] == "ok":
+                metrics = msg[1] if rank == 0 else metrics
+            elif failure is None:
+                failure, failed_at = msg, time.monotonic()
+        time.sleep(0.01)
+    if failure:
+        return Outcome(failure[0], failure[1])
+    return Outcome("ok", metrics=metrics)
+
+
+def _poll(conn, proc, rank: int):
+    """A rank's message, a synthesised one if it died silently, or None while it runs."""
+    try:
+        if conn.poll():
+            return conn.recv()
+    except (EOFError, OSError):
+        pass
+    if proc.is_alive():
+        return None
+    code = proc.exitcode
+    if code == -signal.SIGKILL:
+        return ("oom", f"rank {rank}: killed by SIGKILL (most likely the out-of-memory killer)", "")
+    return ("error", f"rank {rank}: exited with code {code} without reporting", "")
+
+
+# ---------------------------------------------------------------- env / torchrun / slurm
+def slurm_to_env() -> None:
+    """Derive torch.distributed's env:// variables from SLURM's (as srun sets them per task)."""
+    env = os.environ
+    env.setdefault("RANK", env["SLURM_PROCID"])
+    env.setdefault("WORLD_SIZE", env["SLURM_NTASKS"])
+    env.setdefault("LOCAL_RANK", env.get("SLURM_LOCALID", "0"))
+    if "MASTER_ADDR" not in env:
+        nodes = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST") or "127.0.0.1"
+        env["MASTER_ADDR"] = _first_host(nodes)
+    env.setdefault("MASTER_PORT", str(20000 + int(env.get("SLURM_JOB_ID", "0")) % 20000))
+
+
+def _first_host(nodelist: str) -> str:
+    try:
+        out = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, timeout=10)
+        if out.returncode == 0 and out.stdout.split():
+            return out.stdout.split()[0]
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return nodelist.split(",")[0].split("[")[0]
+
+
+def launch_env(cfg: RunConfig, progress: bool = False) -> Outcome:
+    """This process is one rank of an externally launched world; rank 0 gets the metrics."""
+    import torch
+    if cfg.launcher == "slurm":
+        slurm_to_env()
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world != cfg.gpus:
+        return Outcome("error", f"--gpus {cfg.gpus} but the launcher started {world} ranks (WORLD_SIZE)")
+    if not cfg.threads and "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(threads_per_rank(cfg))
+    from .methods import comm
+    from .worker import run_rank
+    rank = int(os.environ.get("RANK", "0"))
+    try:
+        comm.init(cfg.backend, rank, world, init_method="env://", timeout_s=cfg.timeout_s)
+        metrics = run_rank(cfg, progress)
+        return Outcome("ok", metrics=metrics)
+    except BaseException as e:  # noqa: BLE001
+        return Outcome(classify(e), f"rank {rank}: {type(e).__name__}: {e}")
+    finally:
+        comm.destroy()

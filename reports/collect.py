@@ -1,0 +1,105 @@
+"""Load one sweep, `results/<sweep>/`, into a tidy DataFrame: one row per run and repeat.
+
+Records are read with `dspbench.record.read_records` (corrupt or truncated lines and foreign
+schema versions come back as "file:line: ..." problems and are skipped; the rest loads). A
+re-run appends a second record with the same run_id; we keep one per run_id: an `ok` record
+beats a `predicted` one, which beats failures, and among equals the newest wins: `recorded_at`
+(ISO 8601) when records carry it, else file order (sorted paths, then line order).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..record import read_records
+
+# Columns every downstream step may rely on (absent from old or partial records: NaN/None).
+NUMERIC = ("batch", "frames", "spatial", "hidden", "depth", "heads", "params", "world_size", "gpus",
+           "sp", "dp", "sample_steps", "warmup", "iters", "seed", "repeat", "step_time_median_s",
+           "step_time_p10_s", "step_time_p90_s", "samples_per_s", "tokens_per_s", "mfu",
+           "peak_mem_bytes", "comm_wire_bytes")
+OBJECT = ("method", "model", "mode", "dtype", "backend", "shard", "launcher", "status", "error",
+          "grad_ckpt", "comm", "comm_tagged", "comm_time_s", "environ", "peak_mem_bytes_per_rank",
+          "comm_formula_match", "recorded_at")
+_RANK = {"ok": 0, "predicted": 1}   # which duplicate survives; every other status ranks 2
+
+
+@dataclass
+class Sweep:
+    name: str
+    root: Path
+    runs: pd.DataFrame                       # one row per kept record
+    problems: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+    manifest: dict = field(default_factory=dict)
+
+
+def load_sweep(root: str | Path) -> Sweep:
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no results directory {root}")
+    manifest, problems = _manifest(root)
+    rows = []
+    for path in sorted(root.rglob("*.jsonl")):
+        recs, probs = read_records(path)
+        problems += probs
+        rel = str(path.relative_to(root))
+        rows += [{**r, "source": rel} for r in recs]
+    runs = _frame(rows)
+    runs, duplicates = _dedupe(runs)
+    name = str(manifest.get("name") or manifest.get("sweep") or root.name)
+    return Sweep(name, root, runs, problems, duplicates, manifest)
+
+
+def _manifest(root: Path) -> tuple[dict, list[str]]:
+    path = root / "manifest.json"
+    if not path.exists():
+        return {}, []
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return {}, [f"{path}: unreadable manifest ({e}), ignored"]
+    if not isinstance(data, dict):
+        return {}, [f"{path}: manifest is not a JSON object, ignored"]
+    return data, []
+
+
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    df = pd.DataFrame.from_records(rows) if rows else pd.DataFrame()
+    df["order"] = range(len(df))        # file order: the tie-break when there is no timestamp
+    for col in OBJECT + ("source",):
+        if col not in df:
+            df[col] = None
+    for col in NUMERIC:
+        df[col] = pd.to_numeric(df[col], errors="coerce") if col in df else float("nan")
+    # The record names the world size; RunConfig calls it gpus. Either may be present.
+    df["gpus"] = df["gpus"].fillna(df["world_size"])
+    df["world_size"] = df["world_size"].fillna(df["gpus"])
+    df["dp"] = df["dp"].fillna(df["gpus"] / df["sp"])
+    df["grad_ckpt"] = df["grad_ckpt"].fillna(False).astype(bool)
+    df["recorded_at"] = pd.to_datetime(df["recorded_at"], errors="coerce", utc=True, format="ISO8601")
+    for col in ("mode", "dtype", "backend", "shard"):
+        df[col] = df[col].fillna("?")
+    df["sample_steps"] = df["sample_steps"].fillna(1)
+    df["repeat"] = df["repeat"].fillna(0)
+    return df
+
+
+def _dedupe(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    if df.empty:
+        return df, []
+    epoch = pd.Timestamp(0, tz="UTC")
+    newest = (df["recorded_at"] - epoch).dt.total_seconds().fillna(float("-inf"))  # untimed lose
+    df = df.assign(_rank=df["status"].map(_RANK).fillna(2), _ts=newest)
+    df = df.sort_values(["run_id", "_rank", "_ts", "order"], ascending=[True, True, False, False])
+    dup = df["run_id"].duplicated(keep=False)
+    notes = []
+    for rid, grp in df[dup].groupby("run_id", sort=True):
+        kept = grp.iloc[0]
+        notes.append(f"run_id {rid}: {len(grp)} records ({', '.join(grp['status'].astype(str))}); "
+                     f"kept the {kept['status']} record from {kept['source']}")
+    df = df.drop_duplicates("run_id", keep="first").drop(columns=["_rank", "_ts"])
+    return df.sort_values("order").reset_index(drop=True), notes

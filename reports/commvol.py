@@ -1,0 +1,96 @@
+"""Communication volume per layer (paper Table 3 form): measured ledger bytes beside the formula.
+
+Measured: a record's `comm_tagged` {"tag/op.phase": wire bytes per rank per step}. Per layer:
+drop the model-exit gather and gradient syncs (methods.volume.NOT_PER_LAYER), divide by depth
+(stdit3 depth already counts spatial+temporal pairs) and, in `sample` mode, by the forward passes.
+Analytic: `get_method(m).comm_bytes(...)`, reduced the same way. The paper counts whole tensors
+moved per device: paper = wire * N/(N-1) (methods/volume.py), shown as a multiple of M, the bytes
+of one activation (B, T, S, C), next to Table 3's formula.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from .style import PAPER_TABLE3
+
+NOT_PER_LAYER = ("seq_gather", "grad_sync", "dp_grad_sync")   # == methods.volume (torch-free here)
+KEY = ("method", "model", "frames", "spatial", "batch", "sp", "dp", "mode", "dtype", "grad_ckpt",
+       "shard", "sample_steps", "depth", "hidden", "hardware", "kind")
+_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+
+
+def per_layer(tagged, phase: str, layers: float) -> float:
+    """Layer-internal wire bytes of one phase, per layer."""
+    if not isinstance(tagged, dict):
+        return np.nan
+    return sum(v for k, v in tagged.items()
+               if k.split("/", 1)[0] not in NOT_PER_LAYER and k.endswith(f".{phase}")) / layers
+
+
+def per_op_per_layer(tagged, layers: float) -> dict[str, float]:
+    """{'op.phase': bytes per layer} of layer-internal traffic (for the stacked figure)."""
+    out: dict[str, float] = {}
+    for k, v in (tagged or {}).items():
+        tag, opphase = k.split("/", 1) if "/" in k else ("", k)
+        if tag not in NOT_PER_LAYER:
+            out[opphase] = out.get(opphase, 0.0) + v / layers
+    return out
+
+
+@lru_cache(maxsize=4096)
+def analytic(method, model, frames, spatial, batch, sp, dp, mode, dtype, grad_ckpt, shard):
+    """The method's formula {'tag/op.phase': wire bytes} for one step, or a reason it has none."""
+    try:
+        from dspbench.methods import Dims, get_method
+        from dspbench.models import Shape, get_config
+        cfg = get_config(model, grad_ckpt=bool(grad_ckpt))
+        shape, dims = Shape(int(batch), int(frames), int(spatial)), Dims(sp=int(sp), dp=int(dp), shard=shard)
+        spec = get_method(method)
+        why = spec.check(cfg, shape, dims)
+        if why:
+            return None, why
+        fmode = "infer" if mode == "sample" else mode      # sample: one formula per forward pass
+        return spec.comm_bytes(cfg, shape, dims, dtype, fmode), None
+    except (KeyError, ValueError, TypeError) as e:
+        return None, f"{type(e).__name__}: {e}"
+
+
+def _passes(row) -> float:
+    return float(row["sample_steps"]) if row["mode"] == "sample" else 1.0
+
+
+def volume_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per measured configuration with SP > 1 (first repeat: bytes do not vary)."""
+    df = runs[runs["status"].isin(["ok", "predicted"]) & (runs["sp"] > 1)]
+    df = df[[isinstance(t, dict) for t in df["comm_tagged"]]]
+    df = df.sort_values("repeat").drop_duplicates([k for k in KEY if k in df], keep="first")
+    rows = [_row(r) for _, r in df.iterrows()]
+    cols = list(KEY) + ["layers", "M_bytes", "fwd_measured", "fwd_formula", "bwd_measured",
+                        "bwd_formula", "match", "paper_fwd_xM", "table3", "table3_xM", "note"]
+    out = pd.DataFrame(rows, columns=cols)
+    return out.sort_values(["model", "mode", "frames", "spatial", "batch", "sp", "method"]).reset_index(drop=True)
+
+
+def _row(r) -> dict:
+    layers = float(r["depth"]) * _passes(r)
+    n = int(r["sp"])
+    M = float(r["batch"] * r["frames"] * r["spatial"] * r["hidden"] * _DTYPE_BYTES.get(r["dtype"], np.nan))
+    formula, why = analytic(r["method"], r["model"], r["frames"], r["spatial"], r["batch"], n,
+                            r["dp"], r["mode"], r["dtype"], r["grad_ckpt"], r["shard"])
+    # the formula is per forward pass; the ledger covers all of a step's passes
+    f_layers = float(r["depth"])
+    out = {k: r[k] for k in KEY}
+    out.update(layers=layers, M_bytes=M, note=why or "",
+               fwd_measured=per_layer(r["comm_tagged"], "fwd", layers),
+               bwd_measured=per_layer(r["comm_tagged"], "bwd", layers),
+               fwd_formula=per_layer(formula, "fwd", f_layers) if formula is not None else np.nan,
+               bwd_formula=per_layer(formula, "bwd", f_layers) if formula is not None else np.nan)
+    out["match"] = (formula is not None and np.isclose(out["fwd_measured"], out["fwd_formula"])
+                    and np.isclose(out["bwd_measured"], out["bwd_formula"], equal_nan=True))
+    out["paper_fwd_xM"] = out["fwd_measured"] * n / (n - 1) / M
+    name, factor = PAPER_TABLE3.get(r["method"], ("", None))
+    out["table3"], out["table3_xM"] = name, factor(n) if factor else np.nan
+    return out

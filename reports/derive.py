@@ -1,0 +1,139 @@
+"""Derived metrics: per-run columns, repeats aggregated, DSP's speed-ups, scaling efficiency.
+
+Conventions (see docs/reports.md):
+- throughput is global (all data-parallel replicas): samples/s; per GPU = samples/s / world size;
+- comm bytes are wire bytes per rank per step (nccl-tests); bus bandwidth = wire bytes / time for
+  every op (ledger.py), timed in a separate instrumented iteration, so the comm share of step time
+  is an estimate without overlap;
+- comparisons pick each method's best run (highest samples/s over its SP degree and shard) for a
+  configuration: the paper's protocol gives each method its own SP degree.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .envinfo import hardware_label
+from .style import METRIC_STATUSES
+
+# A configuration on which methods are compared (the brief: same model, shape, batch, GPUs, mode,
+# dtype; also backend, checkpointing, sampling steps, and whether measured, and where).
+COMPARE = ("model", "mode", "dtype", "backend", "grad_ckpt", "sample_steps", "frames", "spatial",
+           "batch", "gpus", "kind", "hardware")
+CONFIG = COMPARE + ("method", "sp", "shard")
+
+
+def enrich(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per-run derived columns (every row, whatever its status)."""
+    df = runs.copy()
+    df["kind"] = df["status"].map({"ok": "measured", "predicted": "predicted"}).fillna(df["status"])
+    df["hardware"] = [hardware_label(e, b) for e, b in zip(df["environ"], df["backend"])]
+    df["tokens_per_sample"] = df["frames"] * df["spatial"]
+    df["global_batch"] = df["batch"] * df["dp"]
+    df["samples_per_s"] = df["samples_per_s"].fillna(df["global_batch"] / df["step_time_median_s"])
+    df["tokens_per_s"] = df["tokens_per_s"].fillna(df["samples_per_s"] * df["tokens_per_sample"])
+    df["samples_per_s_per_gpu"] = df["samples_per_s"] / df["gpus"]
+    df["tokens_per_s_per_gpu"] = df["tokens_per_s"] / df["gpus"]
+    df["tokens_per_gpu"] = df["global_batch"] * df["tokens_per_sample"] / df["gpus"]
+    timed = [_timed_comm(c, t) for c, t in zip(df["comm"], df["comm_time_s"])]
+    df["comm_time_total_s"] = [t for _, t in timed]
+    df["comm_share"] = df["comm_time_total_s"] / df["step_time_median_s"]
+    df["busbw_bytes_per_s"] = [b / t if t else np.nan for b, t in timed]
+    per_rank = [_max(v) for v in df["peak_mem_bytes_per_rank"]]
+    df["mem_per_rank_bytes"] = df["peak_mem_bytes"].fillna(pd.Series(per_rank, index=df.index))
+    return df
+
+
+def _timed_comm(comm, times) -> tuple[float, float]:
+    """(wire bytes of the timed ops, their total seconds); NaN when the run timed no comm."""
+    if not isinstance(times, dict) or not times:
+        return np.nan, np.nan
+    comm = comm if isinstance(comm, dict) else {}
+    return float(sum(comm.get(k, 0) for k in times)), float(sum(times.values()))
+
+
+def _max(v) -> float:
+    return float(max(v)) if isinstance(v, (list, tuple)) and v else np.nan
+
+
+def aggregate(df: pd.DataFrame) -> pd.DataFrame:
+    """Median and spread over repeats, one row per configuration (runs that carry timings only)."""
+    ok = df[df["status"].isin(METRIC_STATUSES)]
+    if ok.empty:
+        return pd.DataFrame(columns=list(CONFIG) + ["n_repeats", "samples_per_s"])
+    agg = ok.groupby(list(CONFIG), dropna=False, sort=True).agg(
+        n_repeats=("repeat", "size"),
+        step_time_s=("step_time_median_s", "median"),
+        samples_per_s=("samples_per_s", "median"),
+        samples_per_s_min=("samples_per_s", "min"),
+        samples_per_s_max=("samples_per_s", "max"),
+        tokens_per_s=("tokens_per_s", "median"),
+        samples_per_s_per_gpu=("samples_per_s_per_gpu", "median"),
+        tokens_per_s_per_gpu=("tokens_per_s_per_gpu", "median"),
+        tokens_per_gpu=("tokens_per_gpu", "first"),
+        mfu=("mfu", "median"),
+        mem_per_rank_bytes=("mem_per_rank_bytes", "median"),
+        comm_wire_bytes=("comm_wire_bytes", "median"),
+        comm_time_total_s=("comm_time_total_s", "median"),
+        comm_share=("comm_share", "median"),
+        busbw_bytes_per_s=("busbw_bytes_per_s", "median"),
+    ).reset_index()
+    agg["spread_pct"] = 100 * (agg["samples_per_s_max"] - agg["samples_per_s_min"]) / agg["samples_per_s"]
+    return agg
+
+
+def best(agg: pd.DataFrame) -> pd.DataFrame:
+    """Each method's fastest run per configuration (over SP degree and shard)."""
+    if agg.empty:
+        return agg
+    idx = agg.groupby(list(COMPARE) + ["method"], dropna=False)["samples_per_s"].idxmax()
+    return agg.loc[idx.dropna()].sort_values(list(COMPARE) + ["method"]).reset_index(drop=True)
+
+
+def speedups(b: pd.DataFrame, of: str = "dsp") -> pd.DataFrame:
+    """`of`'s speed-up over every other method on the same configuration; range from repeats."""
+    cols = ["baseline", "speedup", "speedup_lo", "speedup_hi"]
+    if b.empty or of not in set(b["method"]):
+        return pd.DataFrame(columns=list(COMPARE) + cols)
+    keep = list(COMPARE) + ["method", "sp", "samples_per_s", "samples_per_s_min", "samples_per_s_max"]
+    ours = b[b["method"] == of][keep]
+    base = b[b["method"] != of][keep]
+    m = ours.merge(base, on=list(COMPARE), suffixes=("", "_base"))
+    m = m.rename(columns={"method_base": "baseline"})
+    m["speedup"] = m["samples_per_s"] / m["samples_per_s_base"]
+    m["speedup_lo"] = m["samples_per_s_min"] / m["samples_per_s_max_base"]   # worst pairing
+    m["speedup_hi"] = m["samples_per_s_max"] / m["samples_per_s_min_base"]
+    return m.sort_values(list(COMPARE) + ["baseline"]).reset_index(drop=True)
+
+
+def scaling(b: pd.DataFrame) -> pd.DataFrame:
+    """Strong (fixed sequence) and weak (fixed tokens per GPU) scaling efficiency per method.
+
+    Efficiency = tokens/s per GPU relative to the series' smallest GPU count (1.0 = linear). At one
+    GPU every method is the single-device model, so a `single` run there is every series' base.
+    """
+    out = []
+    if b.empty:
+        return pd.DataFrame(columns=["scaling", "series", "method", "gpus", "efficiency"])
+    fixed = [c for c in COMPARE if c not in ("gpus", "frames")]
+    with_base = _with_single_base(b)
+    for kind, keys in (("strong", fixed + ["frames"]), ("weak", fixed + ["tokens_per_gpu"])):
+        for key, grp in with_base.groupby(keys + ["method"], dropna=False, sort=True):
+            if grp["gpus"].nunique() < 2:
+                continue
+            grp = grp.sort_values("gpus")
+            base = grp.iloc[0]
+            series = (f"T={int(base.frames)} S={int(base.spatial)}" if kind == "strong"
+                      else f"{int(base.tokens_per_gpu)} tokens/GPU, S={int(base.spatial)}")
+            out.append(grp.assign(scaling=kind, series=series, base_gpus=base.gpus,
+                                  efficiency=grp["tokens_per_s_per_gpu"] / base.tokens_per_s_per_gpu))
+    if not out:
+        return pd.DataFrame(columns=["scaling", "series", "method", "gpus", "efficiency"])
+    return pd.concat(out, ignore_index=True)
+
+
+def _with_single_base(b: pd.DataFrame) -> pd.DataFrame:
+    single = b[(b["method"] == "single") & (b["gpus"] == 1)]
+    clones = [single.assign(method=m) for m in set(b["method"]) - {"single"}
+              if not ((b["method"] == m) & (b["gpus"] == 1)).any()]
+    return pd.concat([b] + clones, ignore_index=True) if clones else b

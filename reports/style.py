@@ -1,0 +1,71 @@
+"""One look for every figure and table: method order, a fixed colour per method, units, labels.
+
+A method keeps its colour in every figure (the reader learns it once), so the palette is a fixed
+dict, not seaborn's cycle; methods plugged in later get stable greys by name.
+"""
+from __future__ import annotations
+
+import zlib
+
+import matplotlib
+
+matplotlib.use("Agg")   # reports run headless (CI, SLURM nodes): never ask for a display
+
+METHOD_ORDER = ("dsp", "ulysses", "ulysses_deepspeed", "ring", "megatron_sp", "single")
+# Okabe-Ito (colour-blind safe); DSP gets the strongest hue since every figure compares against it.
+PALETTE = {
+    "dsp": "#D55E00",
+    "ulysses": "#0072B2",
+    "ulysses_deepspeed": "#56B4E9",
+    "ring": "#009E73",
+    "megatron_sp": "#CC79A7",
+    "single": "#7F7F7F",
+}
+LABELS = {
+    "dsp": "DSP", "ulysses": "Ulysses", "ulysses_deepspeed": "DeepSpeed-Ulysses",
+    "ring": "Ring Attention", "megatron_sp": "Megatron-SP", "single": "single device",
+}
+# Paper Table 3 (forward, per layer, paper's convention): the formula and its factor of M.
+PAPER_TABLE3 = {
+    "dsp": ("2M/N", lambda n: 2 / n), "ulysses": ("4M/N", lambda n: 4 / n),
+    "ulysses_deepspeed": ("4M/N", lambda n: 4 / n), "ring": ("2M", lambda n: 2.0),
+    "megatron_sp": ("8M", lambda n: 8.0),
+}
+_GREYS = ("#4D4D4D", "#999999", "#B3B3B3", "#333333", "#666666")
+MEASURED_STATUSES = ("ok",)
+METRIC_STATUSES = ("ok", "predicted")   # records that carry timings (predicted: cost model)
+GIB = 1024 ** 3
+MIB = 1024 ** 2
+
+RC = {
+    "svg.fonttype": "none",       # keep text as text in SVG: searchable, and smaller
+    "figure.dpi": 100,
+    "savefig.dpi": 110,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "legend.frameon": False,
+}
+
+
+def colour(method: str) -> str:
+    if method in PALETTE:
+        return PALETTE[method]
+    return _GREYS[zlib.crc32(method.encode()) % len(_GREYS)]
+
+
+def palette(methods) -> dict[str, str]:
+    return {m: colour(m) for m in methods}
+
+
+def label(method: str) -> str:
+    return LABELS.get(method, method)
+
+
+def order(methods) -> list[str]:
+    """Known methods in the fixed order, then any others alphabetically."""
+    methods = set(methods)
+    return [m for m in METHOD_ORDER if m in methods] + sorted(methods - set(METHOD_ORDER))
+
+
+def shape_label(frames, spatial) -> str:
+    return f"T={int(frames)} S={int(spatial)}"
