@@ -59,7 +59,7 @@ def _child(cfg: RunConfig, rank: int, init_method: str, conn, progress: bool) ->
     from .worker import run_rank
     try:
         comm.init(cfg.backend, rank, cfg.gpus, init_method=init_method, timeout_s=cfg.timeout_s)
-        conn.send(("ok", run_rank(cfg, progress)))
+        conn.send(("ok", run_rank(cfg, progress, beat=lambda step: conn.send(("beat", step)))))
     except BaseException as e:  # noqa: BLE001 - reported to the launcher, which decides
         conn.send((classify(e), f"rank {rank}: {type(e).__name__}: {e}", traceback.format_exc()))
         conn.close()
@@ -97,33 +97,62 @@ def _tcp_init() -> str:
 
 def _watch(cfg: RunConfig, conns, procs) -> Outcome:
     deadline, pending = time.monotonic() + cfg.timeout_s, set(range(len(procs)))
-    metrics, failure, failed_at = None, None, None
+    metrics, failures, failed_at = None, [], None
+    steps = [-1] * len(procs)    # the step each rank last started (heartbeats)
     while pending:
         now = time.monotonic()
-        if failure and now > failed_at + GRACE_S:
+        if failures and now > failed_at + GRACE_S:
             break
         if now > deadline:
-            return Outcome("timeout", f"ranks {sorted(pending)} did not finish within {cfg.timeout_s:g} s")
+            return Outcome("timeout", _timeout_message(cfg, pending, steps))
         for rank in sorted(pending):
-            msg = _poll(conns[rank], procs[rank], rank)
+            msg = _poll(conns[rank], procs[rank], rank, steps)
             if msg is None:
                 continue
             pending.discard(rank)
             if msg[0] == "ok":
                 metrics = msg[1] if rank == 0 else metrics
-            elif failure is None:
-                failure, failed_at = msg, time.monotonic()
+            else:
+                failures.append(msg)
+                failed_at = failed_at or time.monotonic()
         time.sleep(0.01)
-    if failure:
-        return Outcome(failure[0], failure[1])
+    if failures:
+        return _root_cause(failures)
     return Outcome("ok", metrics=metrics)
 
 
-def _poll(conn, proc, rank: int):
-    """A rank's message, a synthesised one if it died silently, or None while it runs."""
+# Messages of ranks that only saw a peer go away: never the root cause when another rank says more.
+_PEER_SYMPTOMS = ("Connection closed by peer", "Read error", "Connection reset", "Broken pipe",
+                  "remote worker", "NCCL communicator was aborted", "Timed out", "timed out")
+
+
+def _root_cause(failures: list[tuple]) -> Outcome:
+    primary = [f for f in failures if not any(s in f[1] for s in _PEER_SYMPTOMS)] or failures
+    first = primary[0]
+    others = [f[1].split(":", 1)[0] for f in failures if f is not first]
+    note = f" (then {', '.join(others)} failed on the lost peer)" if others else ""
+    return Outcome(first[0], first[1] + note)
+
+
+def _timeout_message(cfg: RunConfig, pending: set[int], steps: list[int]) -> str:
+    """Name the rank(s) that fell behind: the others are usually waiting for them in a collective."""
+    behind = [r for r in sorted(pending) if steps[r] == min(steps[q] for q in pending)]
+    ahead = max(steps)
+    where = "before its first step" if steps[behind[0]] < 0 else f"after starting step {steps[behind[0]]}"
+    names = ", ".join(f"rank {r}" for r in behind)
+    return (f"timeout after {cfg.timeout_s:g} s: {names} stalled {where}"
+            + (f" while others reached step {ahead}" if ahead > steps[behind[0]] else "")
+            + f" (ranks {sorted(pending)} unfinished)")
+
+
+def _poll(conn, proc, rank: int, steps: list[int]):
+    """A rank's final message, a synthesised one if it died silently, or None while it runs."""
     try:
-        if conn.poll():
-            return conn.recv()
+        while conn.poll():
+            msg = conn.recv()
+            if msg[0] != "beat":
+                return msg
+            steps[rank] = msg[1]
     except (EOFError, OSError):
         pass
     if proc.is_alive():

@@ -28,8 +28,11 @@ def device_for(cfg: RunConfig) -> torch.device:
     return torch.device("cpu")
 
 
-def run_rank(cfg: RunConfig, progress: bool = False) -> dict | None:
-    """Every rank runs this; rank 0 returns the metrics, the others None."""
+def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None) -> dict | None:
+    """Every rank runs this; rank 0 returns the metrics, the others None.
+
+    `beat(step)` is called as each step starts, so a launcher can tell which rank stalled.
+    """
     device, dtype = device_for(cfg), TORCH_DTYPES[cfg.dtype]
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
     shape, spec = Shape(cfg.batch, cfg.frames, cfg.spatial), get_method(cfg.method)
@@ -43,10 +46,14 @@ def run_rank(cfg: RunConfig, progress: bool = False) -> dict | None:
     data = DataStream(mcfg, cfg, comm.rank(dims.dp_group), cfg.warmup + cfg.iters + 1, device, dtype)
 
     bar = Progress(cfg.warmup + cfg.iters, enabled=progress and comm.world_rank() == 0)
-    losses = [step(data[i]) for i in bar.phase("warm-up", range(cfg.warmup))]
+    losses = []
+    for i in bar.phase("warm-up", range(cfg.warmup)):
+        beat(i)
+        losses.append(step(data[i]))
     inject_fault(cfg.inject_fault)
     times = []
     for i in bar.phase("timed", range(cfg.warmup, cfg.warmup + cfg.iters)):
+        beat(i)
         comm.barrier()
         with measure.StepTimer(device) as timer:
             loss = step(data[i])
@@ -55,6 +62,7 @@ def run_rank(cfg: RunConfig, progress: bool = False) -> dict | None:
         bar.show_step_time(timer.elapsed)
     bar.close()
     # A separate instrumented step: bytes and per-op times (a barrier before each op perturbs it).
+    beat(cfg.warmup + cfg.iters)
     with Ledger(timed=True) as led:
         step(data[cfg.warmup + cfg.iters])
     return _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle)

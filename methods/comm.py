@@ -296,9 +296,10 @@ class RingExchange:
         ops += [dist.P2POp(dist.irecv, r, self.prev, self.group, p2p_tag) for r in recv]
         with _watch(self.group, tensors[0].device) as w:
             works = dist.batch_isend_irecv(ops)
-            if w.on:
+            if w.on:   # timed: the exchange is measured alone (gloo P2P works must not be waited twice)
                 for wk in works:
                     wk.wait()
+                works = []
         ledger.record("send_recv", _phase(), self.n, sum(_nbytes(t) for t in tensors), tag, w.elapsed)
         return _Pending(works, recv)
 

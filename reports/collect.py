@@ -21,6 +21,8 @@ NUMERIC = ("batch", "frames", "spatial", "hidden", "depth", "heads", "params", "
            "sp", "dp", "sample_steps", "warmup", "iters", "seed", "repeat", "step_time_median_s",
            "step_time_p10_s", "step_time_p90_s", "samples_per_s", "tokens_per_s", "mfu",
            "peak_mem_bytes", "comm_wire_bytes")
+INTEGER = ("batch", "frames", "spatial", "hidden", "depth", "heads", "world_size", "gpus", "sp", "dp",
+           "sample_steps", "repeat")
 OBJECT = ("method", "model", "mode", "dtype", "backend", "shard", "launcher", "status", "error",
           "grad_ckpt", "comm", "comm_tagged", "comm_time_s", "environ", "peak_mem_bytes_per_rank",
           "comm_formula_match", "recorded_at")
@@ -85,6 +87,9 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
         df[col] = df[col].fillna("?")
     df["sample_steps"] = df["sample_steps"].fillna(1)
     df["repeat"] = df["repeat"].fillna(0)
+    for col in INTEGER:     # integers stay integers (2, not 2.0) unless a record lacks the field
+        if df[col].notna().all():
+            df[col] = df[col].astype("int64")
     return df
 
 

@@ -65,9 +65,9 @@ def _passes(row) -> float:
 def volume_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per measured configuration with SP > 1 (first repeat: bytes do not vary)."""
     df = runs[runs["status"].isin(["ok", "predicted"]) & (runs["sp"] > 1)]
-    df = df[[isinstance(t, dict) for t in df["comm_tagged"]]]
+    df = df[df["comm_tagged"].map(lambda t: isinstance(t, dict)).astype(bool)]
     df = df.sort_values("repeat").drop_duplicates([k for k in KEY if k in df], keep="first")
-    rows = [_row(r) for _, r in df.iterrows()]
+    rows = [_row(r._asdict()) for r in df[list(KEY) + ["comm_tagged"]].itertuples(index=False)]
     cols = list(KEY) + ["layers", "M_bytes", "fwd_measured", "fwd_formula", "bwd_measured",
                         "bwd_formula", "match", "paper_fwd_xM", "table3", "table3_xM", "note"]
     out = pd.DataFrame(rows, columns=cols)

@@ -59,8 +59,6 @@ def _max(v) -> float:
 def aggregate(df: pd.DataFrame) -> pd.DataFrame:
     """Median and spread over repeats, one row per configuration (runs that carry timings only)."""
     ok = df[df["status"].isin(METRIC_STATUSES)]
-    if ok.empty:
-        return pd.DataFrame(columns=list(CONFIG) + ["n_repeats", "samples_per_s"])
     agg = ok.groupby(list(CONFIG), dropna=False, sort=True).agg(
         n_repeats=("repeat", "size"),
         step_time_s=("step_time_median_s", "median"),
@@ -97,7 +95,8 @@ def speedups(b: pd.DataFrame, of: str = "dsp") -> pd.DataFrame:
         return pd.DataFrame(columns=list(COMPARE) + cols)
     keep = list(COMPARE) + ["method", "sp", "samples_per_s", "samples_per_s_min", "samples_per_s_max"]
     ours = b[b["method"] == of][keep]
-    base = b[b["method"] != of][keep]
+    # `single` is the no-parallelism reference (data parallel only), not an SP baseline
+    base = b[~b["method"].isin([of, "single"])][keep]
     m = ours.merge(base, on=list(COMPARE), suffixes=("", "_base"))
     m = m.rename(columns={"method_base": "baseline"})
     m["speedup"] = m["samples_per_s"] / m["samples_per_s_base"]
@@ -112,24 +111,27 @@ def scaling(b: pd.DataFrame) -> pd.DataFrame:
     Efficiency = tokens/s per GPU relative to the series' smallest GPU count (1.0 = linear). At one
     GPU every method is the single-device model, so a `single` run there is every series' base.
     """
-    out = []
+    cols = ["scaling", "series", "method", "gpus", "efficiency"]
     if b.empty:
-        return pd.DataFrame(columns=["scaling", "series", "method", "gpus", "efficiency"])
+        return pd.DataFrame(columns=cols)
     fixed = [c for c in COMPARE if c not in ("gpus", "frames")]
-    with_base = _with_single_base(b)
+    d = _with_single_base(b).sort_values("gpus")
+    # a series is one line per method: name whatever else varies in the sweep (model, mode, ...)
+    varying = [c for c in fixed if c != "spatial" and d[c].nunique(dropna=False) > 1]
+    ctx = d[varying].astype(str).agg(" ".join, axis=1) + " " if varying else ""
+    out = []
     for kind, keys in (("strong", fixed + ["frames"]), ("weak", fixed + ["tokens_per_gpu"])):
-        for key, grp in with_base.groupby(keys + ["method"], dropna=False, sort=True):
-            if grp["gpus"].nunique() < 2:
-                continue
-            grp = grp.sort_values("gpus")
-            base = grp.iloc[0]
-            series = (f"T={int(base.frames)} S={int(base.spatial)}" if kind == "strong"
-                      else f"{int(base.tokens_per_gpu)} tokens/GPU, S={int(base.spatial)}")
-            out.append(grp.assign(scaling=kind, series=series, base_gpus=base.gpus,
-                                  efficiency=grp["tokens_per_s_per_gpu"] / base.tokens_per_s_per_gpu))
-    if not out:
-        return pd.DataFrame(columns=["scaling", "series", "method", "gpus", "efficiency"])
-    return pd.concat(out, ignore_index=True)
+        g = d.groupby(keys + ["method"], dropna=False, sort=False)
+        s = d.assign(scaling=kind, base_gpus=g["gpus"].transform("first"),
+                     efficiency=d["tokens_per_s_per_gpu"] / g["tokens_per_s_per_gpu"].transform("first"),
+                     _n=g["gpus"].transform("nunique"), _t=g["frames"].transform("first"))
+        s = s[s["_n"] >= 2]
+        sp = s["spatial"].astype(int).astype(str)
+        s["series"] = ctx + ("T=" + s["_t"].astype(int).astype(str) + " S=" + sp if kind == "strong" else
+                             s["tokens_per_gpu"].astype(int).astype(str) + " tokens/GPU, S=" + sp)
+        out.append(s.drop(columns=["_n", "_t"]))
+    res = pd.concat(out, ignore_index=True)
+    return res if not res.empty else pd.DataFrame(columns=cols)
 
 
 def _with_single_base(b: pd.DataFrame) -> pd.DataFrame:

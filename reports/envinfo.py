@@ -66,8 +66,8 @@ def environment_table(runs: pd.DataFrame) -> pd.DataFrame:
     rows = Counter()
     hosts: dict[tuple, set] = {}
     for env, backend, status in zip(runs["environ"], runs["backend"], runs["status"]):
-        key = (hardware_label(env, backend), software_label(env), "predicted" if status == "predicted"
-               else "measured")
+        kind = {"ok": "measured", "predicted": "predicted"}.get(status, "failed runs")
+        key = (hardware_label(env, backend), software_label(env), kind)
         rows[key] += 1
         hosts.setdefault(key, set()).update(_names(get(env, "hosts")))
     data = [{"hardware": h, "software": s, "numbers": k, "runs": n,

@@ -62,14 +62,15 @@ def inference_table(best: pd.DataFrame) -> pd.DataFrame:
     single = float(paper.loc[paper["method"] == "single", "latency_s"].iloc[0])
     for p in paper.itertuples():
         names = ULYSSES if p.method in ULYSSES else (p.method,)
-        ours = next((r for n in names if (r := _ours(best, ["infer", "sample"], p.gpus, p.frames,
+        # only `sample` mode is a whole generation (sample_steps forward passes), as the README's
+        ours = next((r for n in names if (r := _ours(best, ["sample"], p.gpus, p.frames,
                                                            p.spatial, n)) is not None), None)
         rows.append({"setting": p.setting, "gpus": p.gpus, "method": p.method, "frames": p.frames,
                      "spatial": p.spatial, "paper_latency_s": float(p.latency_s),
                      "paper_speedup_vs_1gpu": single / p.latency_s,
                      "ours_latency_s": (1 / ours.samples_per_s) if ours is not None else np.nan,
-                     "ours_on": f"{ours.kind} on {ours.hardware} ({ours.model})" if ours is not None
-                     else "not run"})
+                     "ours_on": f"{ours.kind} on {ours.hardware} ({ours.model}, "
+                                f"{int(ours.sample_steps)} steps)" if ours is not None else "not run"})
     return pd.DataFrame(rows)
 
 
@@ -83,3 +84,38 @@ def ratio_summary(speedups: pd.DataFrame) -> pd.DataFrame:
 
 PAPER_RATIO_NOTE = ("Paper v1 Figure 3: DSP/DeepSpeed-Ulysses 1.43-2.22 (training, STDiT-XL/2, H800, "
                     "SP 2-4); reference README inference: 45 s / 22 s = 2.05 on 8x H800.")
+
+
+def tables(best: pd.DataFrame, speedups: pd.DataFrame) -> list:
+    from . import fmt
+    from .fmt import Table
+    from .style import label
+    f3 = fig3_table(best)
+    d3 = pd.DataFrame({"GPUs (= SP)": f3["gpus"], "T": f3["frames"], "S": f3["spatial"],
+                       "paper Ulysses": f3["paper_ulysses"].map(fmt.num),
+                       "paper DSP": f3["paper_dsp"].map(fmt.num),
+                       "paper DSP/Ulysses": f3["paper_ratio"].map(fmt.times),
+                       "ours Ulysses": f3["ours_ulysses"].map(fmt.num),
+                       "ours DSP": f3["ours_dsp"].map(fmt.num),
+                       "ours DSP/Ulysses": f3["ours_ratio"].map(fmt.times), "ours: what": f3["ours_on"]})
+    inf = inference_table(best)
+    di = pd.DataFrame({"setting": inf["setting"], "T": inf["frames"], "S": inf["spatial"],
+                       "paper latency (s)": inf["paper_latency_s"].map(fmt.num),
+                       "paper speed-up vs 1 GPU": inf["paper_speedup_vs_1gpu"].map(fmt.times),
+                       "ours latency (s/sample)": inf["ours_latency_s"].map(fmt.num),
+                       "ours: what": inf["ours_on"]})
+    rs = ratio_summary(speedups)
+    dr = pd.DataFrame({"mode": rs["mode"], "model": rs["model"], "GPUs": rs["gpus"], "T": rs["frames"],
+                       "S": rs["spatial"], "baseline": rs["baseline"].map(label),
+                       "ours DSP/Ulysses": rs["speedup"].map(fmt.times),
+                       "range over repeats": [f"{fmt.times(a)}-{fmt.times(b)}"
+                                              for a, b in zip(rs["speedup_lo"], rs["speedup_hi"])],
+                       "numbers": rs["kind"], "hardware": rs["hardware"]})
+    src = ("Paper: arXiv 2403.10266 v1 Figure 3, digitized (±0.01 samples/s); STDiT-XL/2 training on "
+           "H800, bf16, ZeRO-2, gradient checkpointing. Ours: each method's best run of the same "
+           "T, S and GPU count in train mode, any model; 'not run' where the sweep has none.")
+    return [Table("paper_fig3", "Paper vs ours: v1 Figure 3 training throughput (samples/s)", f3, d3, [src]),
+            Table("paper_inference", "Paper vs ours: inference latency, 80 frames at 512x512", inf, di,
+                  ["Paper: VideoSys (OpenDiT) README, OpenSora v1.0 on H800."]),
+            Table("dsp_vs_ulysses", "Our DSP/Ulysses ratio on every configuration", rs, dr,
+                  [PAPER_RATIO_NOTE])]

@@ -32,13 +32,13 @@ PAPER_TABLE3 = {
     "megatron_sp": ("8M", lambda n: 8.0),
 }
 _GREYS = ("#4D4D4D", "#999999", "#B3B3B3", "#333333", "#666666")
-MEASURED_STATUSES = ("ok",)
 METRIC_STATUSES = ("ok", "predicted")   # records that carry timings (predicted: cost model)
 GIB = 1024 ** 3
 MIB = 1024 ** 2
 
 RC = {
     "svg.fonttype": "none",       # keep text as text in SVG: searchable, and smaller
+    "svg.hashsalt": "dspbench",   # stable element ids: the same data gives the same SVG
     "figure.dpi": 100,
     "savefig.dpi": 110,
     "axes.grid": True,
@@ -53,10 +53,6 @@ def colour(method: str) -> str:
     return _GREYS[zlib.crc32(method.encode()) % len(_GREYS)]
 
 
-def palette(methods) -> dict[str, str]:
-    return {m: colour(m) for m in methods}
-
-
 def label(method: str) -> str:
     return LABELS.get(method, method)
 
@@ -65,7 +61,3 @@ def order(methods) -> list[str]:
     """Known methods in the fixed order, then any others alphabetically."""
     methods = set(methods)
     return [m for m in METHOD_ORDER if m in methods] + sorted(methods - set(METHOD_ORDER))
-
-
-def shape_label(frames, spatial) -> str:
-    return f"T={int(frames)} S={int(spatial)}"

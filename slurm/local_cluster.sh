@@ -230,7 +230,8 @@ EOF
     CHANGED_DBD=$CHANGED
     CHANGED=$changed_slurm
     # No cgroup.conf: with proctrack/linuxproc + task/none nothing uses cgroups.
-    [[ -f $STATE/ctld/jobid.conf ]] || : >"$STATE/ctld/jobid.conf"
+    # included by slurm.conf; FirstJobId is written here at each slurmctld start (an empty file warns)
+    [[ -s $STATE/ctld/jobid.conf ]] || echo '# FirstJobId: see start_slurmctld' >"$STATE/ctld/jobid.conf"
 }
 
 # ------------------------------------------------------------------ daemons

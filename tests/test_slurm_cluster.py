@@ -69,6 +69,13 @@ def _wait_sacct_terminal(job_id: str, timeout: float) -> str:
     pytest.fail(f"job {job_id} not finished after {timeout:.0f} s (sacct state: {state!r})")
 
 
+def _run_history(job_id: str) -> list[str]:
+    """States of every run of a job (sacct -D), once the last run is finished."""
+    _wait_sacct_terminal(job_id, timeout=15)
+    r = _run("sacct", "-j", job_id, "-X", "-n", "-P", "-D", "-o", "State")
+    return r.stdout.split()
+
+
 def _sbatch(*args: str) -> str:
     r = _run("sbatch", "--parsable", "-p", PARTITION, "-t", "2", *args)
     assert r.returncode == 0, f"sbatch failed: {r.stderr.strip()}"
@@ -180,8 +187,7 @@ def test_submitit_preempted_job_is_requeued_and_resumes(partition, tmp_path):
         time.sleep(0.3)
     job._interrupt()  # what SLURM does on preemption: SIGTERM + USR2 -> checkpoint + scontrol requeue
     assert _results(job, timeout=75) == [("resumed", 1)]
-    r = _run("sacct", "-j", job.job_id, "-X", "-n", "-P", "-D", "-o", "State")
-    assert "REQUEUED" in r.stdout.split(), r.stdout
+    assert _run_history(job.job_id) == ["REQUEUED", "COMPLETED"]
 
 
 def test_submitit_job_reaching_its_time_limit_is_requeued_and_resumes(partition, tmp_path):
@@ -192,5 +198,4 @@ def test_submitit_job_reaching_its_time_limit_is_requeued_and_resumes(partition,
     ex = _executor(tmp_path / "job", tasks_per_node=1, timeout_min=1, slurm_signal_delay_s=55)
     job = ex.submit(ResumeAfterRequeue(), str(tmp_path / "started"))
     assert _results(job, timeout=85) == [("resumed", 1)]
-    r = _run("sacct", "-j", job.job_id, "-X", "-n", "-P", "-D", "-o", "State")
-    assert r.stdout.split() == ["REQUEUED", "COMPLETED"], r.stdout
+    assert _run_history(job.job_id) == ["REQUEUED", "COMPLETED"]

@@ -1,0 +1,29 @@
+"""`dspbench report RESULTS_DIR [--out DIR]`: build a sweep's report and say where it is."""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="dspbench report",
+                                description="Tables, figures, index.md and a self-contained index.html "
+                                            "from the records under results/<sweep>/.")
+    p.add_argument("results_dir", type=Path, help="a sweep's results folder (records *.jsonl, any depth)")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default: RESULTS_DIR/report)")
+    p.add_argument("--jobs", type=int, default=None, help="processes drawing figures (default: up to 2)")
+    args = p.parse_args(argv)
+    if not args.results_dir.is_dir():
+        print(f"dspbench report: no such directory: {args.results_dir}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING, format="dspbench report: %(message)s")  # data problems
+    from .report import build_report   # heavy imports (pandas, matplotlib, torch) only when running
+    page = build_report(args.results_dir, args.out, jobs=args.jobs)
+    print(f"report written: {page} and {page.with_name('index.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""The report's figures (seaborn on Agg). Each `plot_*` returns (Figure, notes) or (None, why).
+
+One colour per method everywhere (style.PALETTE); units on every axis; figures with too many
+panels keep the largest ones and say so in their notes.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from .style import RC, colour, label, order
+
+MAX_PANELS = 6     # more panels make figures unreadable, and each costs ~0.1 s to draw
+MAX_BARS = 18      # configurations in a bar chart, wrapped in rows of BARS_PER_ROW
+BARS_PER_ROW = 6
+CONTEXT = ("model", "mode", "dtype", "batch", "hardware", "kind")   # panel keys shown only if they vary
+OP_COLOURS = {"all_to_all": "#E69F00", "all_gather": "#56B4E9", "reduce_scatter": "#009E73",
+              "send_recv": "#F0E442", "all_reduce": "#999999"}
+
+
+def theme() -> None:
+    sns.set_theme(style="whitegrid", context="notebook", rc=RC)
+
+
+def save(fig, folder: Path, name: str) -> dict[str, Path]:
+    """PNG and SVG of `fig`, cropped to its contents (legends sit outside the axes)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {ext: folder / f"{name}.{ext}" for ext in ("png", "svg")}
+    # One tight box for both files: bbox_inches="tight" would lay the figure out again per file.
+    box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)
+    for ext, p in paths.items():   # no timestamps in the files: the same data gives the same bytes
+        fig.savefig(p, bbox_inches=box, metadata={"Date": None} if ext == "svg" else {"Software": None})
+    plt.close(fig)
+    return paths
+
+
+def _varying(df: pd.DataFrame, cols=CONTEXT) -> list[str]:
+    return [c for c in cols if c in df and df[c].nunique(dropna=False) > 1]
+
+
+def _panel_title(key: dict) -> str:
+    shape = f"T={int(key['frames'])} S={int(key['spatial'])}" if "frames" in key else ""
+    ctx = " ".join(f"B={int(v)}" if k == "batch" else str(v) for k, v in key.items()
+                   if k not in ("frames", "spatial"))
+    return "\n".join(x for x in (ctx, shape) if x)
+
+
+def _panels(df: pd.DataFrame, keys: list[str], size_col: str, min_size: int = 1) -> tuple[list, list[str]]:
+    """Panel groups with at least `min_size` distinct `size_col` values, the richest kept, key order."""
+    groups = [(k, g) for k, g in df.groupby(keys, dropna=False, sort=True) if g[size_col].nunique() >= min_size]
+    notes = []
+    if len(groups) > MAX_PANELS:
+        notes.append(f"{len(groups)} panels; showing the {MAX_PANELS} with the most {size_col} values.")
+        rich = sorted(range(len(groups)), key=lambda i: -groups[i][1][size_col].nunique())[:MAX_PANELS]
+        groups = [groups[i] for i in sorted(rich)]
+    return [(dict(zip(keys, k if isinstance(k, tuple) else (k,))), g) for k, g in groups], notes
+
+
+def _grid(n: int, w: float = 4.2, h: float = 3.4):
+    cols = min(n, 3)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])
+
+
+def _bar_rows(configs: list[str], per_config: int):
+    """(figure, [(axes, configurations)]): grouped bars wrapped in rows; one long row is unreadable."""
+    chunks = [configs[i:i + BARS_PER_ROW] for i in range(0, len(configs), BARS_PER_ROW)]
+    width = max(6.0, 1.1 * len(chunks[0]) * max(1, per_config) ** 0.5 + 2)
+    fig, axes = plt.subplots(len(chunks), 1, figsize=(width, 3.8 * len(chunks)), squeeze=False)
+    return fig, list(zip(axes[:, 0], chunks))
+
+
+def _legend(fig, methods) -> None:
+    handles = [plt.Line2D([], [], color=colour(m), marker="o", lw=2, label=label(m)) for m in methods]
+    fig.legend(handles=handles, title="method", loc="upper left", bbox_to_anchor=(1.0, 0.95))
+
+
+def _gpus(n) -> str:
+    return f"{int(n)} GPU" + ("s" if n != 1 else "")
+
+
+def _config_labels(df: pd.DataFrame, ctx: list[str]) -> list[str]:
+    """'<varying context>\\n<n> GPUs T=.. S=..' per row: the x labels of bar charts."""
+    rows = df[ctx + ["gpus", "frames", "spatial"]].itertuples(index=False)
+    return [" ".join(map(str, r[:len(ctx)])) + f"\n{_gpus(r[-3])} T={int(r[-2])} S={int(r[-1])}" for r in rows]
+
+
+def _gpu_axis(ax, gpus) -> None:
+    ax.set_xscale("log", base=2)
+    ticks = sorted({int(g) for g in gpus})
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.minorticks_off()
+
+
+def plot_throughput(best: pd.DataFrame):
+    """Samples/s vs GPUs per method, one panel per sequence shape (and context that varies)."""
+    if best.empty or best["gpus"].nunique() < 2:
+        return None, "throughput vs GPUs: skipped, the sweep has a single GPU count."
+    keys = _varying(best) + ["frames", "spatial"]
+    panels, notes = _panels(best, keys, "gpus", min_size=2)
+    if not panels:
+        return None, "throughput vs GPUs: skipped, no sequence shape ran on two or more GPU counts."
+    theme()
+    fig, axes = _grid(len(panels))
+    for ax, (key, g) in zip(axes, panels):
+        for m in order(g["method"].unique()):
+            d = g[g["method"] == m].sort_values("gpus")
+            err = [d["samples_per_s"] - d["samples_per_s_min"], d["samples_per_s_max"] - d["samples_per_s"]]
+            ax.errorbar(d["gpus"], d["samples_per_s"], yerr=err, color=colour(m), marker="o", lw=2,
+                        elinewidth=3, capsize=0, ls="--" if (d["kind"] == "predicted").all() else "-")
+        _gpu_axis(ax, best["gpus"])
+        ax.set(title=_panel_title(key), xlabel="GPUs (world size)", ylabel="throughput (samples/s)")
+    _legend(fig, order(best["method"].unique()))
+    fig.suptitle("Throughput vs GPUs (each method at its best SP degree; thick bars: min-max over repeats)")
+    fig.tight_layout()
+    return fig, notes
+
+
+def plot_speedup(speedups: pd.DataFrame):
+    """DSP's speed-up over each baseline per configuration (bars coloured by the baseline)."""
+    if speedups.empty:
+        return None, "DSP speed-up: skipped, no configuration has both DSP and a baseline."
+    s = speedups.copy()
+    ctx = _varying(s)
+    s["config"] = _config_labels(s, ctx)
+    configs = list(dict.fromkeys(s["config"]))
+    notes = []
+    if len(configs) > MAX_BARS:
+        notes.append(f"{len(configs)} configurations; showing the first {MAX_BARS}.")
+        configs = configs[:MAX_BARS]
+        s = s[s["config"].isin(configs)]
+    bases = order(s["baseline"].unique())
+    theme()
+    fig, rows = _bar_rows(configs, len(bases))
+    width = 0.8 / len(bases)
+    for ax, chunk in rows:
+        for i, b in enumerate(bases):
+            d = s[s["baseline"] == b].set_index("config").reindex(chunk)
+            x = np.arange(len(chunk)) + (i - (len(bases) - 1) / 2) * width
+            err = [(d["speedup"] - d["speedup_lo"]).clip(lower=0), (d["speedup_hi"] - d["speedup"]).clip(lower=0)]
+            ax.bar(x, d["speedup"], width, yerr=err, color=colour(b), label=f"over {label(b)}", capsize=2)
+        ax.axhline(1.0, color="black", lw=1, ls=":")
+        ax.set_xticks(np.arange(len(chunk)), chunk, fontsize=8)
+        ax.set(xlabel="configuration", ylabel="DSP speed-up (×, samples/s ratio)")
+    rows[0][0].set_title("DSP speed-up over each baseline (1 = parity; bars: range over repeats)")
+    rows[0][0].legend(title="baseline", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig, notes
+
+
+SERIES_STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"))
+
+
+def plot_scaling(sc: pd.DataFrame):
+    """Strong and weak scaling efficiency (%) vs GPUs, one panel each; ideal = 100 %."""
+    if sc.empty:
+        return None, "scaling curves: skipped, no series with two or more GPU counts."
+    kinds = [k for k in ("strong", "weak") if (sc["scaling"] == k).any()]
+    theme()
+    fig, axes = _grid(len(kinds), w=5.2, h=4.0)
+    methods, notes = order(sc["method"].unique()), []
+    for ax, kind in zip(axes, kinds):
+        d = sc[sc["scaling"] == kind]
+        series = sorted(d["series"].unique())
+        if len(series) > len(SERIES_STYLES):
+            notes.append(f"{kind}: {len(series)} series, showing {len(SERIES_STYLES)}.")
+            series = series[:len(SERIES_STYLES)]
+        for (ls, mk), ser in zip(SERIES_STYLES, series):
+            for m in methods:
+                g = d[(d["series"] == ser) & (d["method"] == m)].sort_values("gpus")
+                ax.plot(g["gpus"], 100 * g["efficiency"], color=colour(m), ls=ls, marker=mk, lw=1.8)
+        ax.axhline(100, color="black", lw=1, ls=":")
+        _gpu_axis(ax, d["gpus"])
+        ax.legend(handles=[plt.Line2D([], [], color="black", ls=ls, marker=mk, label=ser)
+                           for (ls, mk), ser in zip(SERIES_STYLES, series)],
+                  title="series", loc="lower left", fontsize=8, title_fontsize=8)
+        fixed = "fixed T and S" if kind == "strong" else "fixed tokens per GPU"
+        ax.set(title=f"{kind} scaling ({fixed})", xlabel="GPUs (world size)",
+               ylabel="efficiency (% of linear, tokens/s/GPU)")
+    _legend(fig, methods)
+    fig.tight_layout()
+    return fig, notes

@@ -1,0 +1,95 @@
+"""What a run costs: communication volume per layer by op and phase, memory per rank."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.patches import Patch
+
+from .commvol import per_op_per_layer
+from .figures import MAX_BARS, OP_COLOURS, _bar_rows, _config_labels, _grid, _panel_title, _panels, _varying, theme
+from .style import GIB, MIB, colour, label, order
+
+
+BWD_ALPHA = 0.45   # backward = the op's colour, lighter (hatching costs seconds to render)
+
+
+def _op_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    """Long frame: one row per (configuration, method, op.phase) of per-layer bytes per rank."""
+    ok = runs[(runs["status"] == "ok") & (runs["sp"] > 1)]
+    ok = ok[ok["comm_tagged"].map(lambda t: isinstance(t, dict)).astype(bool)].sort_values("repeat")
+    ok = ok.drop_duplicates(["method", "model", "mode", "dtype", "batch", "frames", "spatial", "sp",
+                             "shard"])
+    rows = []
+    cols = ["method", "model", "mode", "dtype", "batch", "frames", "spatial", "sp", "hardware", "kind"]
+    for r in ok[cols + ["comm_tagged", "depth", "sample_steps"]].to_dict("records"):
+        passes = r["sample_steps"] if r["mode"] == "sample" else 1
+        for k, v in per_op_per_layer(r["comm_tagged"], r["depth"] * passes).items():
+            op, phase = k.rsplit(".", 1)
+            rows.append({**{c: r[c] for c in cols}, "op": op, "phase": phase, "bytes": v})
+    return pd.DataFrame(rows)
+
+
+def plot_comm_volume(runs: pd.DataFrame):
+    """Stacked bars: per-layer wire bytes per rank by op and phase, per method, per configuration."""
+    ops = _op_frame(runs)
+    if ops.empty:
+        return None, "communication volume: skipped, no run with SP > 1 carries a ledger."
+    keys = _varying(ops) + ["frames", "spatial", "sp"]
+    panels, notes = _panels(ops, keys, "method")
+    theme()
+    fig, axes = _grid(len(panels), w=4.6, h=3.8)
+    shown = pd.concat([g for _, g in panels])
+    segs = sorted({(o, p) for o, p in zip(shown["op"], shown["phase"])}, key=lambda x: (x[1] != "fwd", x))
+    for ax, (key, g) in zip(axes, panels):
+        methods = order(g["method"].unique())
+        bottom = np.zeros(len(methods))
+        for op, phase in segs:
+            d = g[(g["op"] == op) & (g["phase"] == phase)].groupby("method")["bytes"].sum()
+            h = d.reindex(methods).fillna(0).to_numpy() / MIB
+            ax.bar(range(len(methods)), h, bottom=bottom, color=OP_COLOURS.get(op, "#BBBBBB"),
+                   alpha=BWD_ALPHA if phase == "bwd" else 1.0, edgecolor="white", lw=0.5)
+            bottom += h
+        ax.set_xticks(range(len(methods)), [label(m) for m in methods], rotation=20, ha="right")
+        for tick, m in zip(ax.get_xticklabels(), methods):
+            tick.set_color(colour(m))               # the method's colour, as in every other figure
+        title = _panel_title({k: v for k, v in key.items() if k != "sp"})
+        ax.set(title=f"SP={int(key['sp'])} {title}", xlabel="method",
+               ylabel="wire bytes per rank per layer (MiB)")
+    handles = [Patch(facecolor=OP_COLOURS.get(o, "#BBBBBB"), alpha=BWD_ALPHA if p == "bwd" else 1.0,
+                     label=f"{o}.{p}") for o, p in segs]
+    fig.legend(handles=handles, title="op.phase", loc="upper left", bbox_to_anchor=(1.0, 0.95))
+    fig.suptitle("Communication per layer by op and phase (measured ledger; solid: forward, light: backward;"
+                 "\nmodel-exit gather and gradient syncs excluded)")
+    fig.tight_layout()
+    return fig, notes
+
+
+def plot_memory(best: pd.DataFrame):
+    """Peak memory per rank, grouped bars per configuration, one colour per method."""
+    b = best.dropna(subset=["mem_per_rank_bytes"])
+    if b.empty:
+        return None, "memory per rank: skipped, no run reports peak memory."
+    ctx = _varying(b)
+    b = b.assign(config=_config_labels(b, ctx))
+    configs = list(dict.fromkeys(b.sort_values(["gpus", "frames", "spatial"])["config"]))
+    notes = []
+    if len(configs) > MAX_BARS:
+        notes.append(f"{len(configs)} configurations; showing the first {MAX_BARS}.")
+        configs = configs[:MAX_BARS]
+    methods = order(b["method"].unique())
+    b = b[b["config"].isin(configs)].assign(GiB=b["mem_per_rank_bytes"] / GIB, method=b["method"].map(label))
+    theme()
+    fig, rows = _bar_rows(configs, len(methods))
+    for ax, chunk in rows:
+        sns.barplot(data=b[b["config"].isin(chunk)], x="config", y="GiB", hue="method", order=chunk,
+                    hue_order=[label(m) for m in methods], palette={label(m): colour(m) for m in methods},
+                    saturation=1, errorbar=None, ax=ax)
+        ax.tick_params(axis="x", labelsize=8)
+        ax.set(xlabel="configuration", ylabel="peak memory per rank (GiB)")
+        ax.get_legend().remove()
+    rows[0][0].set_title("Peak memory per rank (max over ranks; each method's best run)")
+    rows[0][0].legend(*rows[0][0].get_legend_handles_labels(), title="method", loc="upper left",
+                      bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig, notes

@@ -1,0 +1,166 @@
+"""`dspbench run` end to end on gloo: records, failures, launchers, loss trajectories."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dspbench.config import RunConfig
+from dspbench.harness import run_config
+from dspbench.record import SCHEMA_VERSION, read_records
+
+REQUIRED = ["schema_version", "run_id", "status", "error", "method", "model", "batch", "frames", "spatial",
+            "hidden", "depth", "heads", "params", "world_size", "sp", "dp", "mode", "dtype", "backend",
+            "step_time_median_s", "step_time_p10_s", "step_time_p90_s", "samples_per_s", "tokens_per_s",
+            "peak_mem_bytes", "losses", "comm_wire_bytes", "comm", "oracle_max_abs_err", "environ"]
+TINY = dict(model="stdit-tiny", frames=4, spatial=16, warmup=1, iters=2, timeout_s=120)
+
+
+def run(tmp_path, **kw):
+    cfg = RunConfig(**{**TINY, **kw})
+    path = tmp_path / "records.jsonl"
+    rec = run_config(cfg, path)
+    return rec, path
+
+
+def test_record_has_every_contract_field_and_is_appended(tmp_path):
+    rec, path = run(tmp_path, method="dsp", gpus=2, sp=2, check=True)
+    assert rec["status"] == "ok", rec["error"]
+    assert not [k for k in REQUIRED if k not in rec]
+    assert rec["schema_version"] == SCHEMA_VERSION and rec["comm_formula_match"] and rec["comm_symmetric"]
+    assert rec["comm"]["all_to_all.fwd"] > 0 and rec["comm_wire_bytes"] == sum(rec["comm"].values())
+    assert set(rec["comm_time_s"]) == set(rec["comm"])
+    assert rec["oracle_max_abs_err"]["output"] < 1e-5
+    assert len(rec["losses"]) == 3 and rec["step_time_p10_s"] <= rec["step_time_median_s"] <= rec["step_time_p90_s"]
+    assert rec["tokens_per_s"] == pytest.approx(rec["samples_per_s"] * 4 * 16)
+    assert {"git_sha", "git_dirty", "torch", "python", "hostnames", "devices"} <= set(rec["environ"])
+    records, problems = read_records(path)
+    assert problems == [] and [r["run_id"] for r in records] == [rec["run_id"]]
+
+
+def test_run_id_is_stable_and_ignores_where_it_runs():
+    a = RunConfig(method="dsp", gpus=4, sp=4)
+    assert a.run_id() == RunConfig(method="dsp", gpus=4, sp=4, launcher="slurm", timeout_s=5).run_id()
+    assert a.run_id() != RunConfig(method="dsp", gpus=4, sp=4, repeat=1).run_id()
+
+
+@pytest.mark.parametrize("kw, reason", [
+    (dict(method="ulysses", gpus=4, sp=4, model="stdit-tiny", spatial=16, frames=4), None),
+    (dict(method="dsp", gpus=4, sp=3), "sp=3 does not divide gpus=4"),
+    (dict(method="ulysses", gpus=4, sp=4, frames=6), "frames T=6 is not divisible by the SP degree 4"),
+    (dict(method="nope", gpus=2, sp=2), "unknown method 'nope'"),
+])
+def test_impossible_configurations_are_unsupported_without_starting_ranks(tmp_path, kw, reason):
+    if reason is None:
+        return
+    t0 = time.monotonic()
+    rec, _ = run(tmp_path, **kw)
+    assert rec["status"] == "unsupported" and reason in rec["error"]
+    assert time.monotonic() - t0 < 2     # no ranks were started
+
+
+@pytest.mark.parametrize("fault, status, rank", [
+    ("raise@1", "error", 1), ("oom@0", "oom", 0), ("exit@1", "error", 1), ("hang@1", "timeout", 1)])
+def test_injected_faults_end_the_run_with_a_status_naming_the_rank(tmp_path, fault, status, rank):
+    rec, path = run(tmp_path, method="dsp", gpus=2, sp=2, inject_fault=fault, timeout_s=20)
+    assert rec["status"] == status
+    assert f"rank {rank}" in rec["error"]
+    if status == "timeout":
+        assert f"rank {rank} stalled after starting step 0 while others reached step 1" in rec["error"]
+    assert read_records(path)[0][0]["status"] == status
+    time.sleep(0.2)
+    assert not _children(), "ranks were left running"
+
+
+def _children() -> list[str]:
+    out = subprocess.run(["pgrep", "-P", str(os.getpid())], capture_output=True, text=True)
+    return out.stdout.split()
+
+
+GLOBAL = dict(mode="train", warmup=2, iters=3, seed=3)
+
+
+@pytest.fixture(scope="module")
+def single_losses(tmp_path_factory):
+    rec, _ = run(tmp_path_factory.mktemp("single"), method="single", gpus=1, sp=1, batch=2, **GLOBAL)
+    assert rec["status"] == "ok", rec["error"]
+    return rec["losses"]
+
+
+@pytest.mark.parametrize("method, gpus, sp, batch", [
+    ("dsp", 4, 4, 2), ("ulysses", 4, 4, 2), ("ring", 2, 2, 2), ("megatron_sp", 4, 4, 2),
+    ("dsp", 4, 2, 1),      # sp 2 x dp 2 at the same global batch of 2
+    ("single", 2, 1, 1),   # pure data parallelism
+])
+def test_loss_trajectory_equals_single_at_the_same_global_batch(tmp_path, single_losses, method, gpus, sp, batch):
+    rec, _ = run(tmp_path, method=method, gpus=gpus, sp=sp, batch=batch, **GLOBAL)
+    assert rec["status"] == "ok", rec["error"]
+    assert len(rec["losses"]) == 5
+    # fp32 AdamW from identical weights and data: only summation order differs.
+    assert rec["losses"] == pytest.approx(single_losses, rel=1e-5, abs=1e-6)
+    assert rec["losses"][-1] != rec["losses"][0]    # the optimizer really stepped
+
+
+@pytest.mark.parametrize("mode", ["infer", "sample"])
+def test_inference_modes(tmp_path, mode):
+    rec, _ = run(tmp_path, method="ulysses", gpus=2, sp=2, mode=mode, sample_steps=3)
+    assert rec["status"] == "ok", rec["error"]
+    assert rec["losses"] is None and rec["comm_formula_match"]
+    assert "all_to_all.bwd" not in rec["comm"]
+
+
+def test_cli_json_and_result_line(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "dspbench.cli", "run", "--method", "ring", "--gpus", "2", "--sp", "2",
+                          "--frames", "4", "--spatial", "16", "--iters", "1", "--warmup", "0", "--json",
+                          "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    rec = json.loads(lines[0])
+    assert rec["method"] == "ring" and lines[-1].startswith("<RESULT>") and lines[-1].endswith("</RESULT>")
+    assert json.loads(lines[-1][len("<RESULT>"):-len("</RESULT>")]) == rec
+
+
+def test_cli_unsupported_exit_code(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "dspbench.cli", "run", "--method", "ulysses", "--gpus", "4",
+                          "--sp", "4", "--frames", "6", "--out", str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 3 and "unsupported" in out.stdout
+
+
+def test_torchrun_launcher(tmp_path):
+    path = tmp_path / "r.jsonl"
+    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", "0",
+                          "-m", "dspbench.cli", "run", "--launcher", "torchrun", "--method", "dsp", "--gpus", "2",
+                          "--sp", "2", "--frames", "4", "--spatial", "16", "--iters", "1", "--warmup", "0",
+                          "--records-file", str(path)], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-2000:]
+    records, problems = read_records(path)
+    assert problems == [] and len(records) == 1 and records[0]["status"] == "ok"
+    assert records[0]["launcher"] == "torchrun" and records[0]["comm_formula_match"]
+
+
+def test_slurm_variables_map_onto_env(monkeypatch):
+    from dspbench.launch import slurm_to_env
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("SLURM_PROCID", "3")
+    monkeypatch.setenv("SLURM_NTASKS", "8")
+    monkeypatch.setenv("SLURM_LOCALID", "1")
+    monkeypatch.setenv("SLURM_JOB_ID", "1234")
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "nodeA,nodeB")
+    monkeypatch.setenv("PATH", "/nonexistent")   # no scontrol: parse the list
+    slurm_to_env()
+    assert (os.environ["RANK"], os.environ["WORLD_SIZE"], os.environ["LOCAL_RANK"]) == ("3", "8", "1")
+    assert os.environ["MASTER_ADDR"] == "nodeA" and os.environ["MASTER_PORT"] == str(20000 + 1234)
+
+
+def test_concurrent_appends_never_interleave(tmp_path):
+    path = tmp_path / "shared.jsonl"
+    code = ("import sys; from dspbench.record import append_record\n"
+            "for i in range(200): append_record(sys.argv[1], {'run_id': sys.argv[2] + str(i), 'status': 'ok', "
+            "'schema_version': 1, 'pad': 'x' * 5000})")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(path), f"w{w}-"]) for w in range(3)]
+    assert all(p.wait(timeout=60) == 0 for p in procs)
+    records, problems = read_records(path)
+    assert problems == [] and len(records) == 600

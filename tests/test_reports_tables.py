@@ -1,0 +1,88 @@
+"""Golden tests of the report's tables on the checked-in sample sweep, and their conventions.
+
+Regenerate the golden files after an intended change: DSPBENCH_UPDATE_GOLDEN=1 pytest ...
+"""
+import os
+from pathlib import Path
+
+import pytest
+
+pd = pytest.importorskip("pandas")
+from dspbench.reports import fmt  # noqa: E402
+from dspbench.reports.report import analyse, status_table  # noqa: E402
+
+DATA = Path(__file__).parent / "data"
+SAMPLE = DATA / "sample_results" / "cpu-small"
+GOLDEN = DATA / "golden"
+UPDATE = os.environ.get("DSPBENCH_UPDATE_GOLDEN") == "1"
+
+
+@pytest.fixture(scope="module")
+def analysis():
+    return analyse(SAMPLE)
+
+
+def _tables(a):
+    return {t.name: t for t in a.tables + [status_table(a.runs)]}
+
+
+@pytest.mark.parametrize("name", ["throughput", "comm_volume", "memory", "scaling", "paper_fig3",
+                                  "paper_inference", "dsp_vs_ulysses", "status", "details"])
+def test_golden_markdown(analysis, name):
+    got = _tables(analysis)[name].markdown(None) + "\n"
+    path = GOLDEN / f"{name}.md"
+    if UPDATE:
+        path.write_text(got)
+    assert got == path.read_text(), f"{name} differs from {path} (DSPBENCH_UPDATE_GOLDEN=1 to accept)"
+
+
+@pytest.mark.parametrize("name", ["throughput", "comm_volume"])
+def test_golden_csv(analysis, name, tmp_path):
+    paths = _tables(analysis)[name].write(tmp_path)
+    golden = GOLDEN / f"{name}.csv"
+    if UPDATE:
+        golden.write_text(paths["csv"].read_text())
+    assert paths["csv"].read_text() == golden.read_text()
+    assert paths["tex"].read_text().startswith("\\begin{table}")
+
+
+def test_speedup_is_the_ratio_of_median_throughputs(analysis):
+    b = analysis.best.set_index(["method", "gpus", "frames"])["samples_per_s"]
+    s = analysis.speedups.set_index(["baseline", "gpus", "frames"])["speedup"]
+    assert s[("ulysses", 4, 32)] == pytest.approx(b[("dsp", 4, 32)] / b[("ulysses", 4, 32)])
+    assert "single" not in set(analysis.speedups["baseline"])          # DP reference, not SP
+    assert ("megatron_sp", 2, 32) not in s.index                         # it ran out of memory
+
+
+def test_comm_volume_matches_formula_and_paper_table3(analysis):
+    v = analysis.volume
+    assert len(v) == 15 and v["match"].all()
+    # paper convention = wire * N/(N-1), in units of M: DSP 2/N, Ulysses 4/N, Ring 2, Megatron-SP 8
+    expect = {"dsp": lambda n: 2 / n, "ulysses": lambda n: 4 / n, "ring": lambda n: 2.0,
+              "megatron_sp": lambda n: 8.0}
+    for r in v.itertuples():
+        assert r.paper_fwd_xM == pytest.approx(expect[r.method](r.sp)) == pytest.approx(r.table3_xM)
+
+
+def test_failed_cells_show_status_and_scaling_base_is_single(analysis):
+    t = _tables(analysis)["throughput"].display
+    row = t[(t["GPUs"] == 2) & (t["T"] == 32)].iloc[0]
+    assert row["Megatron-SP (samples/s)"] == "oom"
+    sc = analysis.scaling
+    base = sc[(sc["scaling"] == "strong") & (sc["gpus"] == 1)]
+    assert (base["efficiency"] == 1.0).all() and set(base["method"]) == {"dsp", "ulysses", "ring", "megatron_sp"}
+
+
+def test_paper_numbers_are_shipped_and_compared(analysis):
+    f3 = _tables(analysis)["paper_fig3"].data
+    assert len(f3) == 8 and f3["paper_ratio"].between(1.42, 2.23).all()
+    assert (f3["ours_on"] == "not run").all()            # the CPU sample has no 4096-token frames
+    inf = _tables(analysis)["paper_inference"].data
+    assert list(inf["paper_latency_s"]) == [106, 45, 22]
+
+
+def test_formatting_helpers():
+    assert fmt.num(1234.56) == "1235" and fmt.num(0.012345) == "0.01235" and fmt.num(float("nan")) == "—"
+    assert fmt.times(2.054) == "2.05×" and fmt.pct(0.1234) == "12.3%" and fmt.mib(3 * 2**20) == "3.000"
+    t = fmt.Table("t", "50% of a_b", pd.DataFrame({"x": [1]}), pd.DataFrame({"a|b": ["1.0×"]}))
+    assert "a\\|b" in t.markdown() and "50\\% of a\\_b" in t.latex() and "$\\times$" in t.latex()
