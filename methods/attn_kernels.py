@@ -3,26 +3,41 @@
 Layout (B, H, L, D). `block_forward` returns (out, lse) with lse (B, H, L) in fp32; `block_backward`
 takes the *final* (merged) out and lse of the whole ring, which makes each block's dq, dk, dv the
 exact partial gradients (flash-attention's backward, see ring-flash-attention's ring_flash_attn.py).
-On CPU this is torch's flash kernel for CPU; elsewhere an fp32 reference implementation.
+- CPU: torch's flash kernel for CPU (any float dtype).
+- CUDA, bf16/fp16: torch's flash-attention kernel (`_scaled_dot_product_flash_attention`).
+- otherwise (CUDA fp32, other devices): an fp32 reference that materialises the L x L scores.
 """
 from __future__ import annotations
 
 import torch
 
-_cpu_fwd = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
-_cpu_bwd = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
+aten = torch.ops.aten
+
+
+def _cuda_flash(q) -> bool:
+    return q.device.type == "cuda" and q.dtype in (torch.bfloat16, torch.float16) and q.shape[-1] <= 256
 
 
 def block_forward(q, k, v, scale: float):
     if q.device.type == "cpu":
-        out, lse = _cpu_fwd(q, k, v, 0.0, False, scale=scale)
+        out, lse = aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, False, scale=scale)
+        return out, lse.float()
+    if _cuda_flash(q):
+        out, lse = aten._scaled_dot_product_flash_attention(q, k, v, 0.0, False, False, scale=scale)[:2]
         return out, lse.float()
     return _reference_forward(q, k, v, scale)
 
 
 def block_backward(dout, q, k, v, out, lse, scale: float):
     if q.device.type == "cpu":
-        return _cpu_bwd(dout, q, k, v, out, lse, 0.0, False, scale=scale)
+        return aten._scaled_dot_product_flash_attention_for_cpu_backward(dout, q, k, v, out, lse, 0.0, False,
+                                                                         scale=scale)
+    if _cuda_flash(q):
+        L, S = q.shape[-2], k.shape[-2]
+        cum = torch.empty(0, dtype=torch.int32, device=q.device)   # unused for dense (non-varlen) input
+        seed = offset = torch.empty((), dtype=torch.int64, device=q.device)
+        return aten._scaled_dot_product_flash_attention_backward(
+            dout, q, k, v, out, lse, cum, cum, L, S, 0.0, False, seed, offset, scale=scale)
     return _reference_backward(dout, q, k, v, out, lse, scale)
 
 

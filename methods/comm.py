@@ -392,3 +392,23 @@ def all_reduce_max_(buf: torch.Tensor, group: Group) -> torch.Tensor:
     if size(group) > 1:
         dist.all_reduce(buf, op=dist.ReduceOp.MAX, group=group)
     return buf
+
+
+# Calibration micro-benchmarks (bench/calibrate.py): the wire alone on preallocated buffers,
+# nccl-tests style; like the baselines above they record nothing and have no autograd.
+def raw_all_gather_(out: torch.Tensor, send: torch.Tensor, group: Group) -> torch.Tensor:
+    if size(group) > 1:
+        dist.all_gather_single(out, send, group=group)   # as _all_gather
+    return out
+
+
+def raw_reduce_scatter_(out: torch.Tensor, send: torch.Tensor, group: Group) -> torch.Tensor:
+    if size(group) > 1:
+        dist.reduce_scatter_single(out, send, group=group)   # as _reduce_scatter
+    return out
+
+
+def raw_all_reduce_(buf: torch.Tensor, group: Group) -> torch.Tensor:
+    if size(group) > 1:
+        dist.all_reduce(buf, group=group)
+    return buf

@@ -82,6 +82,9 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
     df["world_size"] = df["world_size"].fillna(df["gpus"])
     df["dp"] = df["dp"].fillna(df["gpus"] / df["sp"])
     df["grad_ckpt"] = df["grad_ckpt"].fillna(False).astype(bool)
+    # the harness stamps environ.recorded_at; a top-level recorded_at (if any) wins
+    stamped = [e.get("recorded_at") if isinstance(e, dict) else None for e in df["environ"]]
+    df["recorded_at"] = df["recorded_at"].fillna(pd.Series(stamped, index=df.index, dtype=object))
     df["recorded_at"] = pd.to_datetime(df["recorded_at"], errors="coerce", utc=True, format="ISO8601")
     for col in ("mode", "dtype", "backend", "shard"):
         df[col] = df[col].fillna("?")

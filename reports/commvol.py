@@ -17,7 +17,7 @@ import pandas as pd
 from .style import PAPER_TABLE3
 
 NOT_PER_LAYER = ("seq_gather", "grad_sync", "dp_grad_sync")   # == methods.volume (torch-free here)
-KEY = ("method", "model", "frames", "spatial", "batch", "sp", "dp", "mode", "dtype", "grad_ckpt",
+KEY = ("method", "model", "frames", "spatial", "batch", "sp", "mode", "dtype", "grad_ckpt",
        "shard", "sample_steps", "depth", "hidden", "hardware", "kind")
 _DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
@@ -78,8 +78,9 @@ def _row(r) -> dict:
     layers = float(r["depth"]) * _passes(r)
     n = int(r["sp"])
     M = float(r["batch"] * r["frames"] * r["spatial"] * r["hidden"] * _DTYPE_BYTES.get(r["dtype"], np.nan))
+    # per-layer traffic stays inside the SP group: the DP degree does not change it
     formula, why = analytic(r["method"], r["model"], r["frames"], r["spatial"], r["batch"], n,
-                            r["dp"], r["mode"], r["dtype"], r["grad_ckpt"], r["shard"])
+                            1, r["mode"], r["dtype"], r["grad_ckpt"], r["shard"])
     # the formula is per forward pass; the ledger covers all of a step's passes
     f_layers = float(r["depth"])
     out = {k: r[k] for k in KEY}

@@ -41,11 +41,14 @@ def _names(v) -> list[str]:
 
 def hardware_label(env, backend=None) -> str:
     """'NVIDIA H800 (nccl)', or 'CPU: <model> (gloo)' when no accelerator is named."""
-    devices = [d for d in _names(get(env, "devices")) if d.lower() not in ("cpu", "none")]
+    names = _names(get(env, "devices"))
+    devices = [d for d in names if not d.lower().startswith(("cpu", "none", "unknown"))]
     suffix = f" ({backend})" if isinstance(backend, str) and backend != "?" else ""
     if devices:
         return " + ".join(sorted(set(devices))) + suffix
-    cpu = get(env, "cpu")
+    # the harness names a CPU device "cpu: <model>"; failed runs may say "unknown"
+    cpus = [d.split(":", 1)[1].strip() for d in names if d.lower().startswith("cpu:")]
+    cpu = get(env, "cpu") or (cpus[0] if cpus else None)
     return f"CPU: {cpu}{suffix}" if cpu else f"CPU{suffix}"
 
 

@@ -168,7 +168,10 @@ def plot_scaling(sc: pd.DataFrame):
     methods, notes = order(sc["method"].unique()), []
     for ax, kind in zip(axes, kinds):
         d = sc[sc["scaling"] == kind]
-        series = sorted(d["series"].unique())
+        # series with the most GPU counts first, then in numeric order of their shape
+        d = d.sort_values(["frames" if kind == "strong" else "tokens_per_gpu", "spatial"], kind="stable")
+        counts = d.groupby("series", sort=False)["gpus"].nunique()
+        series = list(counts.sort_values(ascending=False, kind="stable").index)
         if len(series) > len(SERIES_STYLES):
             notes.append(f"{kind}: {len(series)} series, showing {len(SERIES_STYLES)}.")
             series = series[:len(SERIES_STYLES)]

@@ -92,7 +92,8 @@ def num(x, digits: int = 4) -> str:
 
 
 def mib(x) -> str:
-    return "—" if missing(x) else f"{x / 2**20:.3f}"
+    """MiB to 4 significant digits: tiny CPU models move KiB per layer, large ones GiB per step."""
+    return "—" if missing(x) else num(x / 2**20)
 
 
 def gib(x) -> str:

@@ -130,7 +130,7 @@ def test_cli_unsupported_exit_code(tmp_path):
 
 def test_torchrun_launcher(tmp_path):
     path = tmp_path / "r.jsonl"
-    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", "0",
+    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
                           "-m", "dspbench.cli", "run", "--launcher", "torchrun", "--method", "dsp", "--gpus", "2",
                           "--sp", "2", "--frames", "4", "--spatial", "16", "--iters", "1", "--warmup", "0",
                           "--records-file", str(path)], capture_output=True, text=True, timeout=180)

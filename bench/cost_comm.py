@@ -1,0 +1,61 @@
+"""Communication time of one step: the method's analytic plan, priced with an alpha-beta model.
+
+For one call of collective `op` with nccl-tests size S in a group of n ranks on link level L:
+
+    t = alpha_L(op) * steps(op, n) + wire_bytes(op, S, n) / busbw_L(op)
+
+`wire_bytes` is the ledger's (methods/ledger.py: S * BUS_FACTOR), so busbw is exactly the
+nccl-tests bus bandwidth a calibration measures. steps: n-1 for ring-style all-gather,
+reduce-scatter and pairwise all-to-all, 2(n-1) for ring all-reduce, 1 for a p2p hop.
+
+Level: ranks are a dp x sp mesh with SP innermost (methods/dims.py), placed node by node. The SP
+group is intra-node while sp <= gpus_per_node; the DP group (stride sp) crosses nodes as soon as
+the world does. A group that crosses nodes pays the inter-node level for all its bytes (its ring
+or its all-to-all is as slow as its slowest hop).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from .hardware import Link, Profile
+from .methods.dims import Dims
+from .methods.ledger import key, wire_bytes
+
+
+def steps(op: str, n: int) -> int:
+    if op == "send_recv":
+        return 1
+    return 2 * (n - 1) if op == "all_reduce" else n - 1
+
+
+def group_link(profile: Profile, dims: Dims, group: str) -> Link:
+    """The link level a group's collectives pay (see module docstring)."""
+    g = profile.gpus_per_node
+    if group == "sp":
+        return profile.intra if dims.sp <= g and g % dims.sp == 0 else profile.inter
+    return profile.intra if dims.world <= g else profile.inter
+
+
+def op_time(link: Link, op: str, payload: int, n: int) -> float:
+    """Seconds of one call (n > 1): alpha-beta on the ledger's wire bytes."""
+    return link.alpha(op) * steps(op, n) + wire_bytes(op, payload, n) / link.busbw(op)
+
+
+def plan_times(profile: Profile, plan, dims: Dims) -> dict[str, float]:
+    """{'tag/op.phase': seconds per step} for a method's plan [(phase, Op)] (methods/spec.py)."""
+    out: dict[str, float] = defaultdict(float)
+    for phase, o in plan:
+        n = dims.sp if o.group == "sp" else dims.dp
+        if o.count and n > 1:
+            out[key(o.op, phase, o.tag)] += o.count * op_time(group_link(profile, dims, o.group), o.op, o.payload, n)
+    return dict(out)
+
+
+def plan_wire(plan, dims: Dims) -> dict[str, int]:
+    """{'op.phase': wire bytes per rank per step}, as the record's `comm` field."""
+    out: dict[str, int] = defaultdict(int)
+    for phase, o in plan:
+        n = dims.sp if o.group == "sp" else dims.dp
+        if o.count and n > 1:
+            out[key(o.op, phase)] += o.count * wire_bytes(o.op, o.payload, n)
+    return dict(out)
