@@ -7,6 +7,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+from . import cost_cli
 from .config import BACKENDS, DTYPES, LAUNCHERS, MODES, RunConfig
 
 
@@ -25,7 +26,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dtype", choices=DTYPES, default=d.dtype, help="model dtype (low precision keeps fp32 master weights)")
     g.add_argument("--backend", choices=BACKENDS, default=d.backend)
     g.add_argument("--grad-ckpt", action="store_true", help="activation checkpointing per block (train)")
-    g.add_argument("--shard", choices=("T", "S"), default=d.shard, help="sequence dim embedded methods shard")
+    g.add_argument("--shard", choices=("T", "S", "H", "W"), default=d.shard,
+                   help="sequence dim embedded methods shard (T or S; axial3d: T, H or W)")
     g.add_argument("--sample-steps", type=int, default=d.sample_steps, help="model calls per sample (sample mode)")
     g.add_argument("--warmup", type=int, default=d.warmup, help="untimed warm-up steps")
     g.add_argument("--iters", type=int, default=d.iters, help="timed steps")
@@ -38,6 +40,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     h.add_argument("--timeout", type=float, default=d.timeout_s, dest="timeout_s", help="seconds for the whole run")
     h.add_argument("--threads", type=int, default=d.threads, help="torch threads per rank (0: cores / ranks)")
     h.add_argument("--inject-fault", default="", help=argparse.SUPPRESS)
+    h.add_argument("--hardware", default=None,
+                   help="hardware profile (bench/profiles/*.toml or a calibrated .toml): resolves --sp auto")
     o = p.add_argument_group("output")
     o.add_argument("--out", default="results/runs", help="directory for the records file")
     o.add_argument("--records-file", default=None, help="append to this file instead of one under --out")
@@ -56,7 +60,7 @@ def cmd_run(args) -> int:
     from .record import result_line
     cfg = config_from_args(args)
     path = Path(args.records_file) if args.records_file else default_records_file(args.out)
-    rec = run_config(cfg, path, progress=not args.json and sys.stderr.isatty())
+    rec = run_config(cfg, path, progress=not args.json and sys.stderr.isatty(), hardware=args.hardware)
     if not rec:          # a non-zero rank under an external launcher
         return 0
     if args.json:
@@ -116,11 +120,49 @@ def cmd_bench_switch(args) -> int:
     return main(args.rest) or 0
 
 
+# ---------------------------------------------------------------- sweep (slurm/)
+def add_sweep_args(p):
+    from .slurm.cli import add_sweep_args
+    add_sweep_args(p)
+
+
+def cmd_sweep(args) -> int:
+    from .slurm.cli import cmd_sweep
+    return cmd_sweep(args)
+
+
+def _report_args(p) -> None:
+    from .reports.cli import add_args
+    add_args(p)
+
+
+def _report_run(args) -> int:
+    from .reports.cli import run
+    return run(args)
+
+
+def _ledger_bench(rest) -> int:
+    from .ledger_bench import main
+    return main(rest) or 0
+
+
 COMMANDS = {
     "run": ("measure one configuration end to end and append its record", add_run_args, cmd_run),
     "models": ("list the models with their parameter counts", lambda p: None, cmd_models),
     "methods": ("list the methods (built-in and plugged in) with their constraints", lambda p: None, cmd_methods),
     "demo": ("every method on the tiny model at world size 4 on gloo, as a table", add_demo_args, cmd_demo),
+    "predict": ("predict one configuration's step time and memory on a hardware profile (cost model)",
+                cost_cli.add_predict_args, cost_cli.cmd_predict),
+    "calibrate": ("collective and compute micro-benchmarks; writes a hardware profile (TOML)",
+                  cost_cli.add_calibrate_args, cost_cli.cmd_calibrate),
+    "emulate": ("emulated cluster (netns + veth + tc): calibrate, predict and measure every method",
+                cost_cli.add_emulate_args, cost_cli.cmd_emulate),
+    "report": ("turn a sweep's records into tables, figures and a report (index.md, index.html)",
+               _report_args, _report_run),
+    "bench-ledger": ("benchmark: the ledger's cost on a training step (goal <= 2%)",
+                     lambda p: p.add_argument("rest", nargs=argparse.REMAINDER), lambda a: _ledger_bench(a.rest)),
     "bench-switch": ("micro-benchmark of the DSP switch (all-to-all) against its baselines",
                      lambda p: p.add_argument("rest", nargs=argparse.REMAINDER), cmd_bench_switch),
+    "sweep": ("run a sweep spec (TOML grid) here or on SLURM, resumable; `sweep status DIR` summarises one",
+              add_sweep_args, cmd_sweep),
 }

@@ -19,7 +19,7 @@ from collections import defaultdict
 
 from .hardware import Link, Profile
 from .methods.dims import Dims
-from .methods.ledger import key, wire_bytes
+from .methods.ledger import BUS_FACTOR, key
 
 
 def steps(op: str, n: int) -> int:
@@ -36,26 +36,39 @@ def group_link(profile: Profile, dims: Dims, group: str) -> Link:
     return profile.intra if dims.world <= g else profile.inter
 
 
+def wire_bytes(op: str, payload: float, n: int) -> float:
+    """The ledger's wire bytes (S * BUS_FACTOR), as a float: predicted payloads need not divide by n."""
+    return payload * BUS_FACTOR[op](n)
+
+
 def op_time(link: Link, op: str, payload: int, n: int) -> float:
     """Seconds of one call (n > 1): alpha-beta on the ledger's wire bytes."""
     return link.alpha(op) * steps(op, n) + wire_bytes(op, payload, n) / link.busbw(op)
 
 
+def _size(o, dims: Dims) -> int:
+    """Ranks of one call: a sub-group's (Op.ranks, e.g. USP's) or the whole SP/DP group's."""
+    return getattr(o, "ranks", 0) or (dims.sp if o.group == "sp" else dims.dp)
+
+
 def plan_times(profile: Profile, plan, dims: Dims) -> dict[str, float]:
-    """{'tag/op.phase': seconds per step} for a method's plan [(phase, Op)] (methods/spec.py)."""
+    """{'tag/op.phase': seconds per step} for a method's plan [(phase, Op)] (methods/spec.py).
+
+    A sub-group call pays its enclosing group's level (conservative for a sub-group that would
+    fit in a node while its SP group does not)."""
     out: dict[str, float] = defaultdict(float)
     for phase, o in plan:
-        n = dims.sp if o.group == "sp" else dims.dp
+        n = _size(o, dims)
         if o.count and n > 1:
             out[key(o.op, phase, o.tag)] += o.count * op_time(group_link(profile, dims, o.group), o.op, o.payload, n)
     return dict(out)
 
 
-def plan_wire(plan, dims: Dims) -> dict[str, int]:
+def plan_wire(plan, dims: Dims) -> dict[str, float]:
     """{'op.phase': wire bytes per rank per step}, as the record's `comm` field."""
     out: dict[str, int] = defaultdict(int)
     for phase, o in plan:
-        n = dims.sp if o.group == "sp" else dims.dp
+        n = _size(o, dims)
         if o.count and n > 1:
             out[key(o.op, phase)] += o.count * wire_bytes(o.op, o.payload, n)
     return dict(out)

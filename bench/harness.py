@@ -26,6 +26,8 @@ def unsupported_reason(cfg: RunConfig) -> str | None:
         spec = get_method(cfg.method)
     except (KeyError, TypeError) as e:
         return str(e.args[0] if e.args else e)
+    if cfg.sp == "auto":   # run_config resolves it first; reaching here means it could not
+        return "--sp auto is resolved only with a hardware profile (--hardware)"
     sp = int(cfg.sp)
     if sp < 1 or cfg.gpus % sp:
         return f"sp={sp} does not divide gpus={cfg.gpus}"
@@ -63,8 +65,8 @@ def derived(cfg: RunConfig, metrics: dict) -> dict:
 
 def build_record(cfg: RunConfig, outcome: Outcome) -> dict:
     rec = {"schema_version": SCHEMA_VERSION, "run_id": cfg.run_id(), "status": outcome.status,
-           "error": outcome.error, **asdict(cfg), "world_size": cfg.gpus, "sp": int(cfg.sp),
-           "dp": cfg.dp, **model_facts(cfg)}
+           "error": outcome.error, **asdict(cfg), "world_size": cfg.gpus,
+           "sp": None if cfg.sp == "auto" else int(cfg.sp), "dp": None if cfg.sp == "auto" else cfg.dp, **model_facts(cfg)}
     empty = {k: None for k in ("step_time_median_s", "step_time_p10_s", "step_time_p90_s", "samples_per_s",
                                "tokens_per_s", "peak_mem_bytes", "losses", "comm_wire_bytes", "comm",
                                "oracle_max_abs_err", "mfu")}
@@ -79,10 +81,17 @@ def build_record(cfg: RunConfig, outcome: Outcome) -> dict:
     return rec
 
 
-def run_config(cfg: RunConfig, records_file: str | os.PathLike | None = None, progress: bool = False) -> dict:
-    """Run one configuration with its launcher; append the record (rank 0 only) and return it."""
+def run_config(cfg: RunConfig, records_file: str | os.PathLike | None = None, progress: bool = False,
+               hardware: str | None = None) -> dict:
+    """Run one configuration with its launcher; append the record (rank 0 only) and return it.
+
+    `sp="auto"` is resolved first from the `hardware` profile (bench/autosp.py: the minimum SP
+    degree that fits memory); unresolvable, the run is `unsupported` with the reason.
+    """
     cfg.validate()
-    reason = unsupported_reason(cfg)
+    from .autosp import resolved
+    cfg, reason = resolved(cfg, hardware)
+    reason = reason or unsupported_reason(cfg)
     if reason:
         outcome = Outcome("unsupported", reason)
     elif cfg.launcher == "local":

@@ -24,17 +24,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
-import shutil
 import sys
-import tempfile
 import time
-import traceback
 
 import torch  # imported before the ranks fork, so no rank pays for it
 
-from dspbench.methods import comm
+from .methods import comm
+from .spawn import run_ranks
 
 VARIANTS = ("a", "b", "c", "d")
 LABELS = {
@@ -166,18 +163,6 @@ def _rank_bench(cfg: dict) -> dict:
     return {"rank": rank, "sizes": out}
 
 
-def _child(rank: int, world: int, init_file: str, cfg: dict, conn) -> None:
-    torch.set_num_threads(1)  # first, before any torch work (forked from a possibly threaded parent)
-    try:
-        comm.init("gloo", rank, world, init_method=f"file://{init_file}", timeout_s=cfg["timeout_s"])
-        res = ("ok", _rank_bench(cfg))
-        comm.destroy()
-    except BaseException:  # noqa: BLE001 - the parent re-raises it
-        res = ("err", f"rank {rank}:\n{traceback.format_exc()}")
-    conn.send(res)
-    conn.close()
-
-
 def run(world: int = 4, sizes_mib=(4, 16, 64), repeats: int = 9, iters: int = 5, warmup: int = 2,
         frames: int = 64, hidden: int = 1152, batch: int = 1, start_method: str = "fork",
         timeout_s: float = 1800) -> dict:
@@ -188,38 +173,9 @@ def run(world: int = 4, sizes_mib=(4, 16, 64), repeats: int = 9, iters: int = 5,
                frames=frames, hidden=hidden, batch=batch, timeout_s=timeout_s)
     for mib in cfg["sizes_mib"]:
         local_shape(mib * 2**20, world, frames, hidden, batch)  # fail early on bad shapes
-    ctx = mp.get_context(start_method)
-    tmp = tempfile.mkdtemp(prefix="dspbench-switch-")
-    procs, conns = [], []
-    try:
-        for r in range(world):
-            parent, child = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_child, args=(r, world, os.path.join(tmp, "init"), cfg, child), daemon=True)
-            p.start()
-            child.close()
-            procs.append(p)
-            conns.append(parent)
-        results, deadline = [None] * world, time.monotonic() + timeout_s
-        pending = set(range(world))
-        while pending:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"switch_bench: timeout after {timeout_s}s, ranks {sorted(pending)} running")
-            for r in list(pending):
-                if conns[r].poll(0.05):
-                    status, val = conns[r].recv()
-                    if status == "err":
-                        raise RuntimeError(f"switch_bench failed on {val}")
-                    results[r] = val
-                    pending.discard(r)
-                elif not procs[r].is_alive() and not conns[r].poll(0):
-                    raise RuntimeError(f"switch_bench: rank {r} died (exit code {procs[r].exitcode})")
-    finally:
-        for p in procs:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.terminate()
-                p.join()
-        shutil.rmtree(tmp, ignore_errors=True)
+    if start_method != "fork":
+        raise ValueError("switch_bench forks its ranks (start_method 'fork')")
+    results = run_ranks(_rank_bench, world, cfg, threads=1, timeout_s=timeout_s)
     return {
         "world": world, "backend": "gloo", "device": "cpu", "threads_per_rank": 1,
         "dtype": "float32", "frames": frames, "hidden": hidden, "batch": batch,

@@ -314,6 +314,54 @@ class _Pending:
         return self.recv
 
 
+class _PostedAllToAll(Function):
+    """forward: post the exchange of an (n, ..) send buffer, return the receive buffer, valid only
+    once the handle appended to `works` is waited; backward: the same exchange of the gradient, blocking."""
+
+    @staticmethod
+    def forward(ctx, send, group, tag, works):
+        ctx.args = (group, tag)
+        recv = torch.empty_like(send)
+        with _watch(group, send.device) as w:
+            work = dist.all_to_all_single(recv, send, group=group, async_op=True)
+            if w.on:   # timed: the exchange is measured alone, as RingExchange does
+                work.wait()
+        ledger.record("all_to_all", _phase(), size(group), _nbytes(send), tag, w.elapsed)
+        works.append(work)
+        return recv
+
+    @staticmethod
+    def backward(ctx, g):
+        group, tag = ctx.args
+        return _all_to_all(g, 0, 0, group, tag), None, None, None   # (n, ..) -> (n, ..), rank blocks swapped
+
+
+def all_to_all_async(x, scatter_dim: int, gather_dim: int, group: Group, tag: str) -> "PendingAllToAll":
+    """forward: `all_to_all`, posted without waiting (compute may run until `.wait()` returns the
+    result); backward: a blocking all-to-all with dims swapped. One ledger event each, as all_to_all."""
+    n = size(group)
+    if n == 1:
+        return PendingAllToAll(x, x, [], None)
+    # (.., d_s, ..) -> (n, .., d_s/n, ..): the send buffer, copied under autograd.
+    send = x.unflatten(scatter_dim, (n, x.shape[scatter_dim] // n)).movedim(scatter_dim, 0).contiguous()
+    works: list = []
+    return PendingAllToAll(send, _PostedAllToAll.apply(send, group, tag, works), works, gather_dim)
+
+
+class PendingAllToAll:
+    def __init__(self, send, recv, works, gather_dim):
+        self.send, self.recv, self.works, self.gather_dim = send, recv, works, gather_dim  # send: alive until waited
+
+    def wait(self) -> torch.Tensor:
+        for wk in self.works:
+            wk.wait()
+        self.send, self.works = None, []
+        if self.gather_dim is None:
+            return self.recv
+        # recv[j] came from rank j and holds its slice of the gather dim: j outermost on that dim.
+        return self.recv.movedim(0, self.gather_dim).flatten(self.gather_dim, self.gather_dim + 1)
+
+
 # ---------------------------------------------------------------- a library's own all-to-alls
 _EXTERNAL = threading.local()   # .busy: a recording wrapper is running (outer, nested ones skip)
 

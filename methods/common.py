@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from ..models.config import ModelConfig, Shape
-from ..models.layers import AxisAttention, SeqSeam
+from ..models.layers import AxisAttention
 from . import comm
 from .dims import Dims
 
@@ -71,11 +71,19 @@ def out_bytes(cfg: ModelConfig, shape: Shape, dtype_bytes: int) -> int:
 
 
 def seq_dims_divisible(shape: Shape, n: int, which: str) -> str | None:
-    ext = {"T": shape.frames, "S": shape.spatial}[which]
+    h, w = shape.token_hw
+    ext = {"T": shape.frames, "S": shape.spatial, "H": h, "W": w}[which]
     if ext % n:
-        name = {"T": "frames T", "S": "spatial tokens S"}[which]
+        name = {"T": "frames T", "S": "spatial tokens S", "H": "token rows H", "W": "token columns W"}[which]
         return f"{name}={ext} is not divisible by the SP degree {n}"
     return None
+
+
+def shard_divisible(cfg: ModelConfig, shape: Shape, dims: Dims) -> str | None:
+    """Embedded methods shard `dims.shard`: it must be a sequence dim of this model, divisible by sp."""
+    if dims.shard not in cfg.seq_dims:
+        return f"shard={dims.shard} is not a sequence dim of {cfg.layout} ({', '.join(cfg.seq_dims)})"
+    return seq_dims_divisible(shape, dims.sp, dims.shard)
 
 
 def heads_divisible(cfg: ModelConfig, n: int, method: str) -> str | None:
@@ -85,5 +93,5 @@ def heads_divisible(cfg: ModelConfig, n: int, method: str) -> str | None:
 
 
 def n_attn(cfg: ModelConfig) -> int:
-    """Self-attentions over each of T and S in the whole model (both layouts: depth each)."""
+    """Self-attentions over each sequence dim in the whole model (every layout: depth each)."""
     return cfg.depth

@@ -4,10 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models import S_DIM, T_DIM
+from ..models import H_DIM, S_DIM, T_DIM, W_DIM
 from . import comm
 
-SEQ_DIMS = {"T": T_DIM, "S": S_DIM}
+# Every sequence dim name of every layout; which ones a model has: ModelConfig.seq_dims (checked
+# by the methods' check(), since Dims does not know the model).
+SEQ_DIMS = {"T": T_DIM, "S": S_DIM, "H": H_DIM, "W": W_DIM}
 
 
 @dataclass(frozen=True)

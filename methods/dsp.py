@@ -5,29 +5,57 @@ and the MLP run locally. Around every attention over T the grid is switched to a
 all-to-all and back by another: 2 switches per spatial+temporal layer, nothing inside any module.
 Each switch is stateless (in and out of the same seam), which keeps it correct under activation
 checkpointing's recompute. Non-divisible T or S is rejected by `check()` (no padding).
+
+K sequence dims (the paper's general case; axial3d has T, H, W): T is still sharded at entry and
+every attention over another dim is local. Around attention over T the shard moves to the first
+other sequence dim, in the model's order, that N divides (S; H, else W, for axial3d), chosen from
+the tensor's extents, so the same 2 switches of M/N per attention over T hold for any K.
 """
 from __future__ import annotations
 
-from ..models import S_DIM, T_DIM
+from functools import partial
+
 from . import comm
 from .common import act_bytes, attentions, n_attn, seq_dims_divisible, shard_sequence
 from .spec import MethodSpec, Op
 
 
+ENTRY = "T"   # the sequence dim sharded where the token grid enters the blocks
+
+
+def switch_target(extents: dict[str, int], n: int) -> str | None:
+    """Where the shard goes during attention over ENTRY: the first other dim (model order) n divides."""
+    return next((d for d, e in extents.items() if d != ENTRY and e % n == 0), None)
+
+
 def _check(cfg, shape, dims):
-    # Both dims are sharded at some stage; heads are never split.
-    return seq_dims_divisible(shape, dims.sp, "T") or seq_dims_divisible(shape, dims.sp, "S")
+    # T and the switch target are sharded at some stage; heads are never split.
+    extents = cfg.seq_extents(shape)
+    reason = seq_dims_divisible(shape, dims.sp, ENTRY)
+    if reason is None and switch_target(extents, dims.sp) is None:
+        reason = "; ".join(seq_dims_divisible(shape, dims.sp, d) for d in extents if d != ENTRY)
+    return reason
+
+
+def _switch_in(m, args, seq: dict[str, int], group):
+    x = args[0]
+    # The target is read from the full extents of the T shard; the matching hook below reuses it.
+    m.dsp_target = seq[switch_target({d: x.shape[i] for d, i in seq.items()}, comm.size(group))]
+    # (B, T/N, .., D, .., C) -a2a(D->T)-> (B, T, .., D/N, .., C), D the target (S; H or W)
+    return (comm.all_to_all(x, m.dsp_target, seq[ENTRY], group, "switch"),)
+
+
+def _switch_out(m, args, out, seq: dict[str, int], group):
+    # (B, T, .., D/N, .., C) -a2a(T->D)-> (B, T/N, .., D, .., C): back to the entry shard.
+    return comm.all_to_all(out, seq[ENTRY], m.dsp_target, group, "switch")
 
 
 def _parallelize(model, dims):
-    g = dims.sp_group
-    shard_sequence(model, T_DIM, g)
-    for attn in attentions(model, axis=T_DIM):
-        # (B, T/N, S, C) -a2a(S->T)-> (B, T, S/N, C) before; the reverse after.
-        attn.register_forward_pre_hook(
-            lambda m, args: (comm.all_to_all(args[0], S_DIM, T_DIM, g, "switch"),))
-        attn.register_forward_hook(
-            lambda m, args, out: comm.all_to_all(out, T_DIM, S_DIM, g, "switch"))
+    seq, g = model.cfg.seq_dims, dims.sp_group
+    shard_sequence(model, seq[ENTRY], g)
+    for attn in attentions(model, axis=seq[ENTRY]):
+        attn.register_forward_pre_hook(partial(_switch_in, seq=seq, group=g))
+        attn.register_forward_hook(partial(_switch_out, seq=seq, group=g))
     return model
 
 
@@ -38,6 +66,6 @@ def _forward_ops(cfg, shape, dims, b):
 
 METHOD = MethodSpec(
     name="dsp", summary="dynamic switch between T and S shards (1 all-to-all per switch)",
-    constraints="T % sp == 0 and S % sp == 0; any head count",
+    constraints="T % sp == 0 and S % sp == 0 (axial3d: H or W % sp == 0); any head count",
     check=_check, parallelize=_parallelize, forward_ops=_forward_ops,
 )

@@ -15,7 +15,7 @@ from torch import nn
 from ..models.config import ModelConfig
 from ..models.layers import AxisAttention, CrossAttention, Mlp
 from . import comm
-from .common import SHARDED, act_bytes, heads_divisible, seq_dims_divisible, shard_sequence
+from .common import SHARDED, act_bytes, heads_divisible, shard_divisible, shard_sequence
 from .shards import ShardSpec, take_shard
 from .spec import MethodSpec, Op
 
@@ -80,13 +80,11 @@ def _parallelize(model, dims):
 
 
 def _check(cfg, shape, dims):
-    return heads_divisible(cfg, dims.sp, "megatron_sp") or seq_dims_divisible(shape, dims.sp, dims.shard)
+    return heads_divisible(cfg, dims.sp, "megatron_sp") or shard_divisible(cfg, shape, dims)
 
 
 def _counts(cfg: ModelConfig) -> tuple[int, int]:
-    n_blocks = cfg.depth if cfg.layout == "stdit" else 2 * cfg.depth
-    n_self = 2 * cfg.depth
-    return n_self, n_blocks
+    return cfg.n_self_attn, cfg.n_blocks
 
 
 def _forward_ops(cfg, shape, dims, b):

@@ -13,7 +13,7 @@ from torch.autograd import Function
 
 from . import comm
 from .attn_kernels import block_backward, block_forward
-from .common import act_bytes, attentions, n_attn, seq_dims_divisible, shard_sequence
+from .common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
 from .spec import MethodSpec, Op
 
 KV_TAG, DKV_TAG = 1, 2   # P2P message tags: the K,V and dK,dV streams between the same peers
@@ -80,7 +80,7 @@ class RingAttention(nn.Module):
 
 
 def _check(cfg, shape, dims):
-    return seq_dims_divisible(shape, dims.sp, dims.shard)
+    return shard_divisible(cfg, shape, dims)
 
 
 def _parallelize(model, dims):

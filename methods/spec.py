@@ -29,12 +29,20 @@ MODES = ("infer", "train")
 
 
 class Op(NamedTuple):
-    """`count` calls of collective `op` with nccl-tests size `payload` bytes, in the SP (or DP) group."""
+    """`count` calls of collective `op` with nccl-tests size `payload` bytes, in the SP (or DP) group.
+
+    `ranks` > 0: the calls run in sub-groups of that many ranks inside `group` (USP's Ulysses and
+    ring sub-groups of the SP group); 0: in the whole group.
+    """
     tag: str
     op: str
     payload: int
     count: int
     group: str = "sp"
+    ranks: int = 0
+
+    def group_size(self, dims: Dims) -> int:
+        return self.ranks or (dims.sp if self.group == "sp" else dims.dp)
 
 
 def _no_params(cfg: ModelConfig) -> int:
@@ -86,7 +94,7 @@ def _sp_plan(spec: MethodSpec, cfg, shape, dims, dtype, mode) -> list[tuple[str,
     plan.append(("fwd", Op("seq_gather", "all_gather", out_bytes(cfg, shape, b), 1)))
     if mode == "train":
         bwd = spec.backward_ops(cfg, shape, dims, b) if spec.backward_ops else [
-            Op(o.tag, CONJUGATE[o.op], o.payload, o.count) for o in fwd]
+            o._replace(op=CONJUGATE[o.op]) for o in fwd]
         if cfg.grad_ckpt:   # checkpointed blocks re-run their forward (and its comm) in the backward
             bwd = fwd + bwd
         plan += [("bwd", op) for op in bwd]
@@ -99,6 +107,6 @@ def comm_bytes(spec, cfg, shape, dims, dtype, mode, tagged=True) -> dict[str, in
     out: dict[str, int] = defaultdict(int)
     for phase, o in step_plan(spec, cfg, shape, dims, dtype, mode):
         if o.count:
-            n = dims.sp if o.group == "sp" else dims.dp
+            n = o.group_size(dims)
             out[key(o.op, phase, o.tag if tagged else None)] += o.count * wire_bytes(o.op, o.payload, n)
     return dict(out)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from torch import nn
 
 from . import comm
-from .common import act_bytes, attentions, heads_divisible, n_attn, seq_dims_divisible, shard_sequence
+from .common import act_bytes, attentions, heads_divisible, n_attn, shard_divisible, shard_sequence
 from .spec import MethodSpec, Op
 
 L_DIM, H_DIM = 1, 2   # of q, k, v (B', L, H, D)
@@ -28,7 +28,7 @@ class UlyssesAttention(nn.Module):
 
 
 def _check(cfg, shape, dims):
-    return heads_divisible(cfg, dims.sp, "ulysses") or seq_dims_divisible(shape, dims.sp, dims.shard)
+    return heads_divisible(cfg, dims.sp, "ulysses") or shard_divisible(cfg, shape, dims)
 
 
 def _parallelize(model, dims):

@@ -19,7 +19,7 @@ import os
 from torch import nn
 
 from . import comm
-from .common import attentions, heads_divisible, seq_dims_divisible, shard_sequence
+from .common import attentions, heads_divisible, shard_divisible, shard_sequence
 from .spec import MethodSpec
 from .ulysses import H_DIM, L_DIM, _forward_ops
 
@@ -115,7 +115,7 @@ class DeepSpeedUlyssesAttention(nn.Module):
 def _check(cfg, shape, dims):
     if not has_deepspeed():
         return f"{NAME} needs DeepSpeed, which is not installed (pip install 'dspbench[deepspeed]')"
-    return heads_divisible(cfg, dims.sp, NAME) or seq_dims_divisible(shape, dims.sp, dims.shard)
+    return heads_divisible(cfg, dims.sp, NAME) or shard_divisible(cfg, shape, dims)
 
 
 def _parallelize(model, dims):

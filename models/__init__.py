@@ -1,12 +1,13 @@
 """Single-device spatial-temporal DiTs. Never imports torch.distributed, methods or bench."""
 from .config import MODELS, ModelConfig, Shape, get_config
+from .axial import H_DIM, W_DIM, AxialDiT
 from .dit import S_DIM, T_DIM, SpatialTemporalDiT
 from .inputs import make_inputs
 
 
 def build_model(cfg: ModelConfig) -> SpatialTemporalDiT:
-    return SpatialTemporalDiT(cfg)
+    return AxialDiT(cfg) if cfg.layout == "axial3d" else SpatialTemporalDiT(cfg)
 
 
 __all__ = ["MODELS", "ModelConfig", "Shape", "get_config", "build_model", "make_inputs",
-           "SpatialTemporalDiT", "S_DIM", "T_DIM"]
+           "SpatialTemporalDiT", "AxialDiT", "S_DIM", "T_DIM", "H_DIM", "W_DIM"]

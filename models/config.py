@@ -3,11 +3,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+# Sequence dims of each layout's block activation (see ModelConfig.seq_dims).
+_SEQ_DIMS = {"stdit": {"T": 1, "S": 2}, "stdit3": {"T": 1, "S": 2}, "axial3d": {"T": 1, "H": 2, "W": 3}}
+
 
 @dataclass(frozen=True)
 class ModelConfig:
     layout: str = "stdit"          # stdit (spatial+temporal in one block) | stdit3 (alternating blocks)
-    depth: int = 2                 # stdit: blocks; stdit3: spatial/temporal block *pairs*
+                                   # | axial3d (T, H, W attention in one block; models/axial.py)
+    depth: int = 2                 # stdit, axial3d: blocks; stdit3: spatial/temporal block *pairs*
     hidden: int = 64
     heads: int = 4
     mlp_ratio: float = 4.0
@@ -36,11 +40,35 @@ class ModelConfig:
         pt, ph, pw = self.patch
         return pt * ph * pw
 
+    @property
+    def seq_dims(self) -> dict[str, int]:
+        """Sequence dims of the blocks' activation, name -> dim: (B, T, S, C) or, axial3d, (B, T, H, W, C).
+
+        Literals, because dit.py / axial.py import this module (T_DIM, S_DIM, H_DIM, W_DIM agree).
+        """
+        return dict(_SEQ_DIMS[self.layout])
+
+    @property
+    def n_blocks(self) -> int:
+        """Blocks in the stack; each has one cross-attention and one MLP."""
+        return 2 * self.depth if self.layout == "stdit3" else self.depth
+
+    @property
+    def n_self_attn(self) -> int:
+        """Self-attentions in the stack: `depth` over each sequence dim, every layout."""
+        return len(self.seq_dims) * self.depth
+
+    def seq_extents(self, shape: "Shape") -> dict[str, int]:
+        """Token extent of each sequence dim for a `shape` (axial3d splits S as `Shape.token_hw`)."""
+        h, w = shape.token_hw
+        every = {"T": shape.frames, "S": shape.spatial, "H": h, "W": w}
+        return {name: every[name] for name in self.seq_dims}
+
     def validate(self) -> None:
         if self.hidden % self.heads:
             raise ValueError(f"hidden {self.hidden} is not divisible by heads {self.heads}")
-        if self.layout not in ("stdit", "stdit3"):
-            raise ValueError(f"unknown layout {self.layout!r} (stdit | stdit3)")
+        if self.layout not in _SEQ_DIMS:
+            raise ValueError(f"unknown layout {self.layout!r} ({' | '.join(_SEQ_DIMS)})")
 
     def with_(self, **kw) -> "ModelConfig":
         return replace(self, **kw)
@@ -57,12 +85,18 @@ class Shape:
     def tokens(self) -> int:
         return self.frames * self.spatial
 
-    def latent_hw(self, patch: tuple[int, int, int]) -> tuple[int, int]:
-        """Latent height and width whose patch grid has `spatial` tokens, as square as possible."""
+    @property
+    def token_hw(self) -> tuple[int, int]:
+        """Token rows and columns (H', W') of a frame of `spatial` tokens, as square as possible (H' <= W')."""
         a = int(self.spatial ** 0.5)
         while self.spatial % a:
             a -= 1
-        return a * patch[1], (self.spatial // a) * patch[2]
+        return a, self.spatial // a
+
+    def latent_hw(self, patch: tuple[int, int, int]) -> tuple[int, int]:
+        """Latent height and width whose patch grid is `token_hw`."""
+        h, w = self.token_hw
+        return h * patch[1], w * patch[2]
 
 
 _SIZES = {
@@ -82,6 +116,8 @@ MODELS: dict[str, ModelConfig] = {
     for layout in ("stdit", "stdit3")
     for size, kw in _SIZES.items()
 }
+# axial3d (three sequence dims T, H, W): the same sizes, blocks attend over each dim in turn.
+MODELS.update({f"axial3d-{size}": ModelConfig(layout="axial3d", **_SIZES[size]) for size in ("tiny", "small", "xl")})
 
 
 def get_config(name: str, **overrides) -> ModelConfig:

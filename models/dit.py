@@ -82,14 +82,22 @@ class SpatialTemporalDiT(nn.Module):
         cfg.validate()
         self.cfg = cfg
         C = cfg.hidden
-        self.x_embedder = PatchEmbed3D(cfg.patch, cfg.in_channels, C)
+        self.x_embedder = self.make_embedder(cfg)
         self.t_embedder = TimestepEmbedder(C, cfg.freq_dim)
         self.t_block = nn.Sequential(nn.SiLU(), nn.Linear(C, 6 * C))
         self.y_embedder = CaptionEmbedder(cfg.caption_channels, C)
         self.seq_enter = SeqSeam()
-        self.blocks = build_blocks(cfg)
+        self.blocks = self.make_blocks(cfg)
         self.final_layer = FinalLayer(C, cfg.patch_volume, cfg.out_channels)
         self.seq_exit = SeqSeam()
+
+    # Token-grid hooks: a model family with another grid (models/axial.py) overrides these two and
+    # pos_embed; the trunk (embeddings, block loop, seams, final layer) stays shared.
+    def make_embedder(self, cfg: ModelConfig) -> nn.Module:
+        return PatchEmbed3D(cfg.patch, cfg.in_channels, cfg.hidden)
+
+    def make_blocks(self, cfg: ModelConfig) -> nn.ModuleList:
+        return build_blocks(cfg)
 
     def forward(self, x: torch.Tensor, t: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         _, _, _, H, W = x.shape

@@ -14,8 +14,7 @@ def block_params(cfg: ModelConfig) -> dict[str, int]:
     self_attn = _linear(C, 3 * C) + _linear(C, C)
     cross = _linear(C, C) + _linear(C, 2 * C) + _linear(C, C)
     mlp = _linear(C, F) + _linear(F, C)
-    n_self = 2 * cfg.depth                       # one spatial + one temporal per layer, both layouts
-    n_blocks = cfg.depth if cfg.layout == "stdit" else 2 * cfg.depth
+    n_self, n_blocks = cfg.n_self_attn, cfg.n_blocks   # depth self-attentions per sequence dim
     return {"self_attn": n_self * self_attn, "cross_attn": n_blocks * cross,
             "mlp": n_blocks * mlp, "modulation": n_blocks * 6 * C}
 
@@ -48,8 +47,9 @@ def flops_per_sample(cfg: ModelConfig, shape: Shape) -> int:
     self_attn = lambda L: mm(N, C, 3 * C) + mm(N, C, C) + 4 * N * L * C
     cross = mm(N, C, C) + mm(Ly, C, 2 * C) + 4 * N * Ly * C + mm(N, C, C)
     mlp = mm(N, C, F) + mm(N, F, C)
-    n_blocks = cfg.depth if cfg.layout == "stdit" else 2 * cfg.depth
-    blocks = cfg.depth * (self_attn(S) + self_attn(T)) + n_blocks * (cross + mlp)
+    # depth attentions over each sequence dim (T, S; or T, H', W' for axial3d), each of length L.
+    attn = sum(self_attn(L) for L in cfg.seq_extents(shape).values())
+    blocks = cfg.depth * attn + cfg.n_blocks * (cross + mlp)
     embed = (mm(N, cfg.in_channels * cfg.patch_volume, C)
              + mm(1, cfg.freq_dim, C) + mm(1, C, C) + mm(1, C, 6 * C)
              + mm(Ly, cfg.caption_channels, C) + mm(Ly, C, C))

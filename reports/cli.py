@@ -7,14 +7,21 @@ import sys
 from pathlib import Path
 
 
+def add_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("results_dir", type=Path, help="a sweep's results folder (records *.jsonl, any depth)")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default: RESULTS_DIR/report)")
+    p.add_argument("--jobs", type=int, default=None, help="processes drawing figures (default: up to 2)")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="dspbench report",
                                 description="Tables, figures, index.md and a self-contained index.html "
                                             "from the records under results/<sweep>/.")
-    p.add_argument("results_dir", type=Path, help="a sweep's results folder (records *.jsonl, any depth)")
-    p.add_argument("--out", type=Path, default=None, help="output folder (default: RESULTS_DIR/report)")
-    p.add_argument("--jobs", type=int, default=None, help="processes drawing figures (default: up to 2)")
-    args = p.parse_args(argv)
+    add_args(p)
+    return run(p.parse_args(argv))
+
+
+def run(args) -> int:
     if not args.results_dir.is_dir():
         print(f"dspbench report: no such directory: {args.results_dir}", file=sys.stderr)
         return 2

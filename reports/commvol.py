@@ -81,7 +81,7 @@ def _row(r) -> dict:
     # per-layer traffic stays inside the SP group: the DP degree does not change it
     formula, why = analytic(r["method"], r["model"], r["frames"], r["spatial"], r["batch"], n,
                             1, r["mode"], r["dtype"], r["grad_ckpt"], r["shard"])
-    # the formula is per forward pass; the ledger covers all of a step's passes
+    # the formula covers one forward pass (infer, for sample mode); the ledger all of a step's
     f_layers = float(r["depth"])
     out = {k: r[k] for k in KEY}
     out.update(layers=layers, M_bytes=M, note=why or "",

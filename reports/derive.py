@@ -99,6 +99,7 @@ def speedups(b: pd.DataFrame, of: str = "dsp") -> pd.DataFrame:
     base = b[~b["method"].isin([of, "single"])][keep]
     m = ours.merge(base, on=list(COMPARE), suffixes=("", "_base"))
     m = m.rename(columns={"method_base": "baseline"})
+    m = m[(m["sp"] > 1) | (m["sp_base"] > 1)]   # both at SP 1: the same single-device model, no contest
     m["speedup"] = m["samples_per_s"] / m["samples_per_s_base"]
     m["speedup_lo"] = m["samples_per_s_min"] / m["samples_per_s_max_base"]   # worst pairing
     m["speedup_hi"] = m["samples_per_s_max"] / m["samples_per_s_min_base"]

@@ -78,8 +78,10 @@ def _bar_rows(configs: list[str], per_config: int):
 
 
 def _legend(fig, methods) -> None:
+    """The method legend right of the panels, level with the top row (call after the layout)."""
     handles = [plt.Line2D([], [], color=colour(m), marker="o", lw=2, label=label(m)) for m in methods]
-    fig.legend(handles=handles, title="method", loc="upper left", bbox_to_anchor=(1.0, 0.95))
+    top = max(ax.get_position().y1 for ax in fig.axes if ax.get_visible())
+    fig.legend(handles=handles, title="method", loc="upper left", bbox_to_anchor=(1.0, top))
 
 
 def _gpus(n) -> str:
@@ -90,6 +92,18 @@ def _config_labels(df: pd.DataFrame, ctx: list[str]) -> list[str]:
     """'<varying context>\\n<n> GPUs T=.. S=..' per row: the x labels of bar charts."""
     rows = df[ctx + ["gpus", "frames", "spatial"]].itertuples(index=False)
     return [" ".join(map(str, r[:len(ctx)])) + f"\n{_gpus(r[-3])} T={int(r[-2])} S={int(r[-1])}" for r in rows]
+
+
+def _pick_configs(df: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """At most MAX_BARS of df's `config` labels: the most GPUs and longest sequences (where methods
+    differ most), shown in increasing order."""
+    d = df.assign(_tok=df["frames"] * df["spatial"]).drop_duplicates("config")
+    if len(d) <= MAX_BARS:
+        return list(d.sort_values(["gpus", "frames", "spatial"])["config"]), []
+    keep = d.sort_values(["gpus", "_tok"], ascending=False).head(MAX_BARS)
+    note = (f"{len(d)} configurations; showing the {MAX_BARS} with the most GPUs and the longest "
+            "sequences (all are in the tables).")
+    return list(keep.sort_values(["gpus", "frames", "spatial"])["config"]), [note]
 
 
 def _gpu_axis(ax, gpus) -> None:
@@ -117,9 +131,9 @@ def plot_throughput(best: pd.DataFrame):
                         elinewidth=3, capsize=0, ls="--" if (d["kind"] == "predicted").all() else "-")
         _gpu_axis(ax, best["gpus"])
         ax.set(title=_panel_title(key), xlabel="GPUs (world size)", ylabel="throughput (samples/s)")
-    _legend(fig, order(best["method"].unique()))
-    fig.suptitle("Throughput vs GPUs (each method at its best SP degree; thick bars: min-max over repeats)")
+    fig.suptitle("Throughput vs GPUs\n(each method at its best SP degree; thick bars: min-max over repeats)")
     fig.tight_layout()
+    _legend(fig, order(best["method"].unique()))
     return fig, notes
 
 
@@ -130,12 +144,8 @@ def plot_speedup(speedups: pd.DataFrame):
     s = speedups.copy()
     ctx = _varying(s)
     s["config"] = _config_labels(s, ctx)
-    configs = list(dict.fromkeys(s["config"]))
-    notes = []
-    if len(configs) > MAX_BARS:
-        notes.append(f"{len(configs)} configurations; showing the first {MAX_BARS}.")
-        configs = configs[:MAX_BARS]
-        s = s[s["config"].isin(configs)]
+    configs, notes = _pick_configs(s)
+    s = s[s["config"].isin(configs)]
     bases = order(s["baseline"].unique())
     theme()
     fig, rows = _bar_rows(configs, len(bases))
@@ -187,6 +197,6 @@ def plot_scaling(sc: pd.DataFrame):
         fixed = "fixed T and S" if kind == "strong" else "fixed tokens per GPU"
         ax.set(title=f"{kind} scaling ({fixed})", xlabel="GPUs (world size)",
                ylabel="efficiency (% of linear, tokens/s/GPU)")
-    _legend(fig, methods)
     fig.tight_layout()
+    _legend(fig, methods)
     return fig, notes

@@ -7,7 +7,7 @@ import seaborn as sns
 from matplotlib.patches import Patch
 
 from .commvol import per_op_per_layer
-from .figures import MAX_BARS, OP_COLOURS, _bar_rows, _config_labels, _grid, _panel_title, _panels, _varying, theme
+from .figures import OP_COLOURS, _bar_rows, _pick_configs, _config_labels, _grid, _panel_title, _panels, _varying, theme
 from .style import GIB, MIB, colour, label, order
 
 
@@ -55,12 +55,12 @@ def plot_comm_volume(runs: pd.DataFrame):
             tick.set_color(colour(m))               # the method's colour, as in every other figure
         title = _panel_title({k: v for k, v in key.items() if k != "sp"})
         ax.set(title=f"SP={int(key['sp'])} {title}", xlabel="method",
-               ylabel="wire bytes per rank per layer (MiB)")
+               ylabel="sent per rank per layer (MiB)")
     handles = [Patch(facecolor=OP_COLOURS.get(o, "#BBBBBB"), alpha=BWD_ALPHA if p == "bwd" else 1.0,
                      label=f"{o}.{p}") for o, p in segs]
     fig.legend(handles=handles, title="op.phase", loc="upper left", bbox_to_anchor=(1.0, 0.95))
-    fig.suptitle("Communication per layer by op and phase (measured ledger; solid: forward, light: backward;"
-                 "\nmodel-exit gather and gradient syncs excluded)")
+    fig.suptitle("Wire bytes per layer by op and phase (measured ledger)\n"
+                 "solid: forward, light: backward; model-exit gather and gradient syncs excluded")
     fig.tight_layout()
     return fig, notes
 
@@ -72,11 +72,7 @@ def plot_memory(best: pd.DataFrame):
         return None, "memory per rank: skipped, no run reports peak memory."
     ctx = _varying(b)
     b = b.assign(config=_config_labels(b, ctx))
-    configs = list(dict.fromkeys(b.sort_values(["gpus", "frames", "spatial"])["config"]))
-    notes = []
-    if len(configs) > MAX_BARS:
-        notes.append(f"{len(configs)} configurations; showing the first {MAX_BARS}.")
-        configs = configs[:MAX_BARS]
+    configs, notes = _pick_configs(b)
     methods = order(b["method"].unique())
     b = b[b["config"].isin(configs)].assign(GiB=b["mem_per_rank_bytes"] / GIB, method=b["method"].map(label))
     theme()

@@ -65,22 +65,25 @@ def build_report(results_dir, out_dir=None, jobs: int | None = None) -> Path:
     a = analyse(results_dir)
     for problem in a.sweep.problems:
         log.warning(problem)
-    figs = draw_figures(a, out / "figures", jobs)
-    blocks = _blocks(a, figs)
-    for b in blocks:
-        if b[0] == "table":
-            b[1].write(out / "tables")
+    collect = start_figures(a, out / "figures", jobs)      # drawn while the tables are written
+    tabs = [_environment(a), status_table(a.runs), *a.tables]
+    try:
+        for t in tabs:
+            t.write(out / "tables")
+    finally:
+        figs = collect()                                   # always reap the figure workers
+    blocks = _blocks(a, tabs, figs)
     (out / "index.md").write_text(render.markdown(blocks, out))
     page = out / "index.html"
     page.write_text(render.html_page(blocks, f"dspbench report: {a.sweep.name}"))
     return page
 
 
-_FORKED: tuple | None = None   # (analysis, folder) inherited by forked figure workers
+HEAVY_FIRST = (0, 2, 4, 1, 3)   # FIGURES by drawing cost, so two workers finish together
+_WORKER: tuple = ()              # (analysis, folder) in a figure worker, inherited through fork
 
 
-def _draw(i: int):
-    a, folder = _FORKED
+def _draw(a: Analysis, folder: Path, i: int):
     name, title, plot = FIGURES[i]
     fig, notes = plot(a)
     if fig is None:
@@ -88,20 +91,34 @@ def _draw(i: int):
     return ("figure", title, figures.save(fig, folder, name), notes)
 
 
-def draw_figures(a: Analysis, folder: Path, jobs: int | None = None) -> list:
-    """Figure blocks, drawn in parallel: matplotlib is single-threaded and most of a report's time."""
-    global _FORKED
+def _init_worker(a: Analysis, folder: Path) -> None:
+    global _WORKER
+    _WORKER = (a, folder)
+
+
+def _draw_in_worker(i: int):
+    return _draw(*_WORKER, i)
+
+
+def start_figures(a: Analysis, folder: Path, jobs: int | None = None):
+    """Start drawing the figures (matplotlib is single-threaded and most of a report's time);
+    returns a function that waits for their blocks, in FIGURES order."""
     if jobs is None:
         jobs = min(2, os.cpu_count() or 1) if "fork" in mp.get_all_start_methods() else 1
-    _FORKED = (a, folder)
-    try:
-        if jobs <= 1:
-            return [_draw(i) for i in range(len(FIGURES))]
-        # chunksize 1: workers take the next figure as they finish (figures differ in cost)
-        with mp.get_context("fork").Pool(jobs) as pool:
-            return pool.map(_draw, range(len(FIGURES)), chunksize=1)
-    finally:
-        _FORKED = None
+    if jobs <= 1:
+        return lambda: [_draw(a, folder, i) for i in range(len(FIGURES))]
+    # fork: the workers inherit the analysis instead of unpickling it
+    pool = mp.get_context("fork").Pool(jobs, initializer=_init_worker, initargs=(a, folder))
+    pending = pool.map_async(_draw_in_worker, HEAVY_FIRST, chunksize=1)
+
+    def collect() -> list:
+        try:
+            got = dict(zip(HEAVY_FIRST, pending.get()))
+        finally:
+            pool.close()
+            pool.join()
+        return [got[i] for i in range(len(FIGURES))]
+    return collect
 
 
 def status_table(runs: pd.DataFrame) -> Table:
@@ -114,7 +131,7 @@ def status_table(runs: pd.DataFrame) -> Table:
     return Table("status", "Runs by method and status (after de-duplication)", data, disp)
 
 
-def _what_ran(a: Analysis) -> list:
+def _what_ran(a: Analysis, status: Table) -> list:
     r, s = a.runs, a.sweep
     files = sorted(set(r["source"].dropna()))
     facts = [f"{len(r)} runs from {len(files)} record file(s) under `{s.root}`",
@@ -131,7 +148,7 @@ def _what_ran(a: Analysis) -> list:
         blocks.append(("p", "Sweep manifest (`manifest.json`):"))
         blocks.append(("code", "\n".join(f"{k}: {json.dumps(v, sort_keys=True, default=str)[:500]}"
                                           for k, v in s.manifest.items())))
-    blocks.append(("table", status_table(r)))
+    blocks.append(("table", status))
     errors = r[r["error"].notna() & (r["status"] != "ok")]
     if not errors.empty:
         blocks.append(("p", "Failed runs (first 10):"))
@@ -170,13 +187,17 @@ def _caveats(a: Analysis) -> list[str]:
     return out
 
 
-def _blocks(a: Analysis, figs: list) -> list:
-    s, env = a.sweep, environment_table(a.runs)
-    blocks = [("h1", f"dspbench report: {s.name}"), *_what_ran(a),
-              ("h2", "Hardware and software"),
-              ("table", Table("environment", "Where the numbers come from", env, env.astype(object))),
-              ("h2", "Caveats"), ("list", _caveats(a)), ("h2", "Tables")]
-    blocks += [("table", t) for t in a.tables]
-    blocks += [("h2", "Figures"), *figs, ("h2", "Data problems")]
-    blocks.append(("list", s.problems + s.duplicates))
-    return blocks
+def _environment(a: Analysis) -> Table:
+    env = environment_table(a.runs)
+    return Table("environment", "Where the numbers come from", env, env.astype(object))
+
+
+def _blocks(a: Analysis, tables: list[Table], figs: list) -> list:
+    env, status, *rest = tables
+    s = a.sweep
+    return [("h1", f"dspbench report: {s.name}"), *_what_ran(a, status),
+            ("h2", "Hardware and software"), ("table", env),
+            ("h2", "Caveats"), ("list", _caveats(a)),
+            ("h2", "Tables"), *[("table", t) for t in rest],
+            ("h2", "Figures"), *figs,
+            ("h2", "Data problems"), ("list", s.problems + s.duplicates)]

@@ -11,19 +11,20 @@ import matplotlib
 
 matplotlib.use("Agg")   # reports run headless (CI, SLURM nodes): never ask for a display
 
-METHOD_ORDER = ("dsp", "ulysses", "ulysses_deepspeed", "ring", "megatron_sp", "single")
-# Okabe-Ito (colour-blind safe); DSP gets the strongest hue since every figure compares against it.
+METHOD_ORDER = ("dsp", "ulysses", "ulysses_deepspeed", "ring", "usp", "megatron_sp", "single")
+# Okabe-Ito (colour-blind safe; USP: Tol's wine); DSP gets the strongest hue: every figure compares against it.
 PALETTE = {
     "dsp": "#D55E00",
     "ulysses": "#0072B2",
     "ulysses_deepspeed": "#56B4E9",
     "ring": "#009E73",
+    "usp": "#882255",
     "megatron_sp": "#CC79A7",
     "single": "#7F7F7F",
 }
 LABELS = {
     "dsp": "DSP", "ulysses": "Ulysses", "ulysses_deepspeed": "DeepSpeed-Ulysses",
-    "ring": "Ring Attention", "megatron_sp": "Megatron-SP", "single": "single device",
+    "ring": "Ring Attention", "usp": "USP (Ulysses × Ring)", "megatron_sp": "Megatron-SP", "single": "single device",
 }
 # Paper Table 3 (forward, per layer, paper's convention): the formula and its factor of M.
 PAPER_TABLE3 = {

@@ -15,7 +15,10 @@ ROW_NAMES = {"model": "model", "mode": "mode", "dtype": "dtype", "batch": "B", "
 
 def _row_keys(df: pd.DataFrame) -> list[str]:
     """ROW, plus any other configuration column that varies (backend, kind, hardware, ...)."""
-    return ROW + [c for c in COMPARE if c not in ROW and c in df and df[c].nunique(dropna=False) > 1]
+    shown = [c for c in COMPARE if c not in ROW and c in df and df[c].nunique(dropna=False) > 1]
+    if "kind" not in shown and "kind" in df and (df["kind"] == "predicted").any():
+        shown.append("kind")          # predicted numbers are always labelled as such
+    return ROW + shown
 
 
 def _failures(runs: pd.DataFrame) -> dict[tuple, str]:
@@ -125,7 +128,7 @@ def scaling(sc: pd.DataFrame) -> Table:
         data = data.assign(_o=data["method"].map({m: i for i, m in enumerate(order(data["method"]))}))
         data = data.sort_values(["scaling", "series", "_o", "gpus"]).drop(columns="_o")
     d = pd.DataFrame({"scaling": data["scaling"], "series": data["series"],
-                      "method": data["method"].map(label), "GPUs": data["gpus"],
+                      "method": data["method"].map(label), "GPUs": data["gpus"], "SP": data["sp"],
                       "T": data["frames"], "S": data["spatial"],
                       "samples/s": data["samples_per_s"].map(fmt.num),
                       "tokens/s/GPU": data["tokens_per_s_per_gpu"].map(lambda x: fmt.num(x, 3)),

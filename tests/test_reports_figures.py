@@ -54,7 +54,7 @@ def test_comm_volume_stacks_op_phases(a):
     fig, _ = figures_cost.plot_comm_volume(a.runs)
     axes = [ax for ax in fig.axes if ax.get_visible()]
     assert len(axes) == 4
-    assert all(l == ("method", "wire bytes per rank per layer (MiB)") for l in _labels(fig))
+    assert all(l == ("method", "sent per rank per layer (MiB)") for l in _labels(fig))
     ticks = axes[0].get_xticklabels()
     assert [t.get_text() for t in ticks] == ["DSP", "Ulysses", "Ring Attention", "Megatron-SP"]
     assert mcolors.to_hex(ticks[0].get_color()) == PALETTE["dsp"].lower()

@@ -79,3 +79,12 @@ def test_thin_sweeps_skip_what_they_cannot_show(tmp_path):
     (tmp_path / "empty").mkdir()
     md = build_report(tmp_path / "empty", jobs=1).with_name("index.md").read_text()
     assert "no records under" in md and "(no data for this table in the sweep)" in md
+
+
+def test_predicted_numbers_are_labelled(tmp_path):
+    ok = [json.loads(l) for l in (SAMPLE / "jobs" / "job-0.jsonl").read_text().splitlines() if '"ok"' in l]
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps({**r, "status": "predicted"}) + "\n" for r in ok))
+    md = build_report(tmp_path, jobs=1).with_name("index.md").read_text()
+    assert f"{len(ok)} run(s) are predicted by a cost model" in md
+    throughput = md[md.index("### Throughput per method"):]
+    assert "| GPUs | numbers |" in throughput and "| 2 | predicted |" in throughput

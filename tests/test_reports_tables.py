@@ -83,6 +83,6 @@ def test_paper_numbers_are_shipped_and_compared(analysis):
 
 def test_formatting_helpers():
     assert fmt.num(1234.56) == "1235" and fmt.num(0.012345) == "0.01235" and fmt.num(float("nan")) == "—"
-    assert fmt.times(2.054) == "2.05×" and fmt.pct(0.1234) == "12.3%" and fmt.mib(3 * 2**20) == "3.000" and fmt.mib(2**14) == "0.01563"
+    assert fmt.times(2.054) == "2.05×" and fmt.pct(0.1234) == "12.3%" and fmt.mib(3 * 2**20) == "3.000" and fmt.mib(3 * 2**14) == "0.04688"
     t = fmt.Table("t", "50% of a_b", pd.DataFrame({"x": [1]}), pd.DataFrame({"a|b": ["1.0×"]}))
     assert "a\\|b" in t.markdown() and "50\\% of a\\_b" in t.latex() and "$\\times$" in t.latex()

@@ -1,0 +1,110 @@
+"""Rank-side calibration: collective micro-benchmarks (nccl-tests style) and a compute benchmark.
+
+Every rank runs `calibrate_rank` inside an initialised world; rank 0 returns the measurements.
+Per size: warm-up, then `iters` timed calls, each after a barrier, each the slowest rank's time
+(an all-reduce of max), median over iterations. Sizes are nccl-tests sizes (methods/ledger.py):
+the all-to-all / all-reduce input, the all-gather output, the reduce-scatter input, the bytes a
+p2p hop sends. algbw = size / t, busbw = wire bytes / t = algbw * BUS_FACTOR(n).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from .methods import comm
+from .methods.ledger import BUS_FACTOR, wire_bytes
+
+
+def _timed(fn, iters: int, warmup: int) -> float:
+    """Median over iterations of the slowest rank's time of fn()."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        comm.barrier()
+        t0 = time.perf_counter()
+        fn()
+        dt = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
+        times.append(float(comm.all_reduce_max_(dt, None)[0]))
+    return statistics.median(times)
+
+
+def _collective(op: str, size: int, n: int, device):
+    """A zero-argument callable running one `op` of nccl-tests size `size` bytes (fp32 elements)."""
+    el = max(n, size // 4 // n * n)       # divisible by n, so every rank's chunk is equal
+    buf = lambda k: torch.ones(k, dtype=torch.float32, device=device)
+    if op == "all_to_all":
+        send, recv = buf(el), buf(el)
+        return el, lambda: comm.raw_all_to_all_single_(recv, send, None)
+    if op == "all_gather":
+        out, send = buf(el), buf(el // n)
+        return el, lambda: comm.raw_all_gather_(out, send, None)
+    if op == "reduce_scatter":
+        send, out = buf(el), buf(el // n)
+        return el, lambda: comm.raw_reduce_scatter_(out, send, None)
+    if op == "all_reduce":
+        b = buf(el)
+        return el, lambda: comm.raw_all_reduce_(b, None)
+    if op == "send_recv":
+        ring, t = comm.RingExchange(None), buf(el)
+        return el, lambda: ring.start([t], "calibrate").wait()
+    raise ValueError(f"unknown op {op!r}")
+
+
+def bench_collectives(ops, sizes, iters: int, warmup: int, device) -> list[dict]:
+    n = comm.world_size()
+    rows = []
+    for op in ops:
+        for size in sizes:
+            el, fn = _collective(op, size, n, device)
+            payload = el * 4
+            t = _timed(fn, iters, warmup)
+            wire = wire_bytes(op, payload, n)
+            rows.append({"op": op, "size": payload, "count": el, "ranks": n, "time_s": t,
+                         "algbw_GBps": payload / t / 1e9, "busbw_GBps": payload * BUS_FACTOR[op](n) / t / 1e9,
+                         "wire_bytes": wire})
+    return rows
+
+
+def bench_compute(model_name: str, batch: int, frames: int, spatial: int, dtype: str, iters: int, device) -> dict:
+    """Forward+backward of the model on this rank's shard (B, T/sp, S), all ranks at once, and an
+    AdamW step: achievable FLOP/s (analytic FLOPs / time) and optimizer bytes/s."""
+    from .cost_model import OPT_BYTES
+    from .models import Shape, build_model, get_config, make_inputs
+    from .models.params import flops_per_sample, param_count
+    from .oracle import mse
+    from .steps import TORCH_DTYPES, make_optimizer
+    cfg = get_config(model_name)
+    shape = Shape(batch, frames, spatial)
+    torch.manual_seed(0)
+    model = build_model(cfg).to(device=device, dtype=TORCH_DTYPES[dtype])
+    x, t, y, target = make_inputs(cfg, shape, dtype=TORCH_DTYPES[dtype], device=device)
+    opt = make_optimizer(model, dtype)
+
+    def fwd_bwd():
+        opt.zero_grad()
+        mse(model(x, t, y), target).backward()
+
+    step_s = _timed(fwd_bwd, iters, 1)
+    opt_s = _timed(opt.step, iters, 1)
+    flops = 3 * flops_per_sample(cfg, Shape(1, frames, spatial)) * batch
+    params = param_count(cfg)
+    return {"model": model_name, "shape": [batch, frames, spatial], "dtype": dtype, "fwd_bwd_s": step_s,
+            "flops": flops, "flops_per_s": flops / step_s, "optimizer_s": opt_s, "params": params,
+            "optimizer_Bps": params * OPT_BYTES[dtype] / opt_s}
+
+
+def calibrate_rank(opts: dict) -> dict | None:
+    """Every rank: collectives, then compute; rank 0 returns {'collectives': rows, 'compute': ...}."""
+    device = torch.device("cpu") if opts["backend"] == "gloo" else torch.device("cuda", torch.cuda.current_device())
+    rows = bench_collectives(opts["ops"], opts["sizes"], opts["iters"], opts["warmup"], device)
+    sp = opts["sp"] or comm.world_size()
+    compute = bench_compute(opts["model"], opts["batch"], max(1, opts["frames"] // sp), opts["spatial"],
+                            opts["dtype"], opts["compute_iters"], device)
+    facts = comm.all_gather_object({"compute": compute})
+    if comm.world_rank() != 0:
+        return None
+    slowest = min(facts, key=lambda f: f["compute"]["flops_per_s"])["compute"]
+    return {"collectives": rows, "compute": slowest, "world": comm.world_size()}

@@ -1,0 +1,128 @@
+"""An emulated cluster on one machine: each rank in its own network namespace, shaped links.
+
+Topology (shared/reference/emulated-network.md): namespace `dspb-br` holds a bridge; rank r lives
+in `dspb-r<r>` with veth `vr<r>` (address <subnet>.<r+1>/24) whose peer `vb<r>` is a bridge port.
+Both ends are shaped with tc tbf (rank side: uplink, bridge port: downlink), like a full-duplex
+NIC on a switch. No netem here (the kernel lacks it), so there is no latency injection. The root
+namespace is never touched: no address, route or NAT; only /etc/netns/<ns>/hosts is written.
+`Cluster` is a context manager; teardown also runs at exit and on SIGTERM/SIGINT.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+PREFIX = "dspb-"
+BRIDGE_NS = f"{PREFIX}br"
+
+
+def _ip(*args: str, ns: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    cmd = (["ip", "netns", "exec", ns] if ns else []) + list(args)
+    return subprocess.run(cmd, capture_output=True, text=True, check=check)
+
+
+def netns_unavailable() -> str | None:
+    """Why namespaces cannot be made here (None if they can). DSPBENCH_NO_NETNS=1 simulates failure."""
+    if os.environ.get("DSPBENCH_NO_NETNS"):
+        return "DSPBENCH_NO_NETNS is set (simulated: no network namespaces)"
+    if os.geteuid() != 0:
+        return "not root (ip netns and tc need CAP_NET_ADMIN)"
+    probe = f"{PREFIX}probe{os.getpid()}"
+    try:
+        r = _ip("ip", "netns", "add", probe, check=False)
+    except FileNotFoundError:
+        return "the `ip` command (iproute2) is not installed"
+    if r.returncode:
+        return f"`ip netns add` failed: {r.stderr.strip() or r.returncode}"
+    _ip("ip", "netns", "del", probe, check=False)
+    if subprocess.run(["tc", "-V"], capture_output=True).returncode:
+        return "the `tc` command is not available"
+    return None
+
+
+def burst_bytes(rate: str) -> int:
+    """max(80 KB, 1 ms at the rate): smaller buckets starve on 64 KB GSO packets, larger flatter."""
+    units = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+    unit = next((u for u in units if rate.endswith(u)), None)
+    num = float(rate[: -len(unit)]) * units[unit] if unit else float(rate)
+    return max(80_000, int(num / 8 / 1000))
+
+
+class Cluster:
+    def __init__(self, ranks: int, rate: str, subnet: str = "10.77.0"):
+        self.ranks, self.rate, self.subnet = ranks, rate, subnet
+        self.namespaces = [f"{PREFIX}r{r}" for r in range(ranks)]
+
+    def addr(self, rank: int) -> str:
+        return f"{self.subnet}.{rank + 1}"
+
+    def __enter__(self) -> "Cluster":
+        atexit.register(self.teardown)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_signal)
+        try:
+            self.setup()
+        except BaseException:
+            self.teardown()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.teardown()
+
+    def _on_signal(self, signum, frame):
+        self.teardown()
+        raise SystemExit(128 + signum)
+
+    def setup(self) -> None:
+        teardown_all()   # leftovers of a killed earlier run would clash on names
+        tbf = ["root", "tbf", "rate", self.rate, "burst", str(burst_bytes(self.rate)), "limit", "4mb"]
+        _ip("ip", "netns", "add", BRIDGE_NS)
+        _ip("ip", "link", "add", "br0", "type", "bridge", ns=BRIDGE_NS)
+        _ip("ip", "link", "set", "br0", "up", ns=BRIDGE_NS)
+        for r, ns in enumerate(self.namespaces):
+            _ip("ip", "netns", "add", ns)
+            _ip("ip", "link", "add", f"vr{r}", "type", "veth", "peer", "name", f"vb{r}", "netns", BRIDGE_NS, ns=ns)
+            _ip("ip", "link", "set", f"vb{r}", "master", "br0", "up", ns=BRIDGE_NS)
+            _ip("tc", "qdisc", "add", "dev", f"vb{r}", *tbf, ns=BRIDGE_NS)
+            _ip("ip", "addr", "add", f"{self.addr(r)}/24", "dev", f"vr{r}", ns=ns)
+            _ip("ip", "link", "set", f"vr{r}", "up", ns=ns)
+            _ip("ip", "link", "set", "lo", "up", ns=ns)
+            _ip("tc", "qdisc", "add", "dev", f"vr{r}", *tbf, ns=ns)
+            # New namespaces inherit BBR and refuse a sysctl change: set cubic per route instead.
+            _ip("ip", "route", "replace", f"{self.subnet}.0/24", "dev", f"vr{r}", "congctl", "cubic", ns=ns, check=False)
+            _ip("sysctl", "-qw", "net.ipv4.tcp_slow_start_after_idle=0", ns=ns, check=False)
+            hosts = Path("/etc/netns") / ns / "hosts"
+            hosts.parent.mkdir(parents=True, exist_ok=True)
+            hosts.write_text("127.0.0.1 localhost\n" + "".join(
+                f"{self.addr(i)} rank{i}\n" for i in range(self.ranks)))
+
+    def rank_cmd(self, rank: int, argv: list[str], env: dict[str, str]) -> list[str]:
+        """`ip netns exec <ns> env K=V ... argv` for one rank under env:// (MASTER_ADDR = rank 0)."""
+        base = {"RANK": str(rank), "WORLD_SIZE": str(self.ranks), "LOCAL_RANK": "0",
+                "MASTER_ADDR": self.addr(0), "GLOO_SOCKET_IFNAME": f"vr{rank}", **env}
+        return ["ip", "netns", "exec", self.namespaces[rank], "env", *(f"{k}={v}" for k, v in base.items()), *argv]
+
+    def teardown(self) -> None:
+        teardown_all()
+
+
+def teardown_all() -> None:
+    """Kill processes left in our namespaces (by pid), delete the namespaces and /etc/netns entries."""
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    for ns in [line.split()[0] for line in out.splitlines() if line.startswith(PREFIX)]:
+        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        d = Path("/etc/netns") / ns
+        if d.is_dir():
+            for f in d.iterdir():
+                f.unlink()
+            d.rmdir()

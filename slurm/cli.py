@@ -1,0 +1,48 @@
+"""`dspbench sweep FILE [--executor slurm|local|debug] [--results DIR] [--dry-run] [--retry-failed]`
+and `dspbench sweep status DIR`."""
+from __future__ import annotations
+
+import argparse
+
+from .plan import EXECUTORS
+
+DEFAULT_SWEEP = "cpu_smoke"   # the embedded default: every method on the tiny model, a minute on a laptop
+
+
+def add_sweep_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sweep", nargs="?", default=DEFAULT_SWEEP, metavar="FILE",
+                   help="a sweep TOML file or the name of a shipped one (slurm/sweeps/<name>.toml); "
+                        "`status DIR` summarises a results directory instead")
+    p.add_argument("dir", nargs="?", help=argparse.SUPPRESS)   # the DIR of `sweep status DIR`
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="local: run here, one configuration after the other; slurm: submit job arrays "
+                        "with submitit; debug: the SLURM job code in this process, ranks as local processes")
+    p.add_argument("--results", default=None, help="results directory (default: results/<sweep name>)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan (jobs, nodes, GPU-hours); run nothing")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="rerun configurations whose record is error/oom/timeout (ok and unsupported are kept)")
+
+
+def cmd_sweep(args) -> int:
+    from .results import status_report
+    if args.sweep == "status":
+        if not args.dir:
+            raise ValueError("usage: dspbench sweep status DIR")
+        print(status_report(args.dir))
+        return 0
+    if args.dir:
+        raise ValueError(f"unexpected argument {args.dir!r} (only `dspbench sweep status DIR` takes two)")
+    from .execute import prepare, run_plan
+    from .plan import plan_table
+    plan, root = prepare(args.sweep, args.executor, args.results, args.retry_failed)
+    print(plan_table(plan))
+    if args.dry_run:
+        return 0
+    print(f"\nresults: {root}")
+    counts = run_plan(plan, root)
+    if plan.executor == "slurm":
+        print(f"follow with: dspbench sweep status {root}")
+        return 0
+    print()
+    print(status_report(root))
+    return 1 if any(counts.get(s) for s in ("error", "oom", "timeout")) else 0

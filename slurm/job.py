@@ -1,0 +1,274 @@
+"""One SLURM job of a sweep: configurations of one allocation shape, each isolated in its own processes.
+
+Every task of the job (one per rank) walks the same list of configurations. For each it starts its rank
+as a subprocess, `python -m dspbench.cli run --launcher env ... --records-file <the job's file>`, with
+a fresh MASTER_PORT and a wall-clock deadline, so a crash or a hang costs one data point, not the job.
+Rank 0's subprocess appends the record; if it dies or is killed without writing one, task 0 appends an
+error/oom/timeout record itself. Task 0 then marks the configuration done (a file under logs/): the
+other tasks stop their rank of it shortly after that mark and wait for it before starting the next
+configuration, so the ranks of a configuration start together and no rendezvous waits on a laggard.
+
+Preemption and time limits: SLURM sends USR2 `signal_delay_s` before the end. Task 0 notes it, lets
+the running configuration finish if it can end DRAIN_MARGIN_S before the kill (else kills it: it
+reruns), starts nothing new, and then, if configurations are left, hands over to submitit, which calls
+`checkpoint()` (this job with the configurations that have no record yet) and requeues the job.
+Nothing left: the job simply completes. A rank killed by SIGTERM means the job is being cancelled:
+no record, the configuration reruns on resume.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import submitit
+
+from dspbench.config import RunConfig
+from dspbench.record import append_record, read_records
+
+from .plan import DRAIN_MARGIN_S, GRACE_S
+
+RELEASE_S = 5.0         # other ranks may linger this long once rank 0 is done with a configuration
+POLL_S = 0.2
+STOP_SIGNALS = (-signal.SIGTERM, -signal.SIGINT, -signal.SIGHUP)
+
+
+@dataclass
+class Task:
+    """Where this process stands in the job: its rank(s), the job's records file and log folder."""
+    job_id: str
+    rank: int
+    master_addr: str
+    records: Path
+    logs: Path
+    all_ranks_here: bool
+    stopping: bool = False           # SIGTERM: the job is being cancelled
+    drain_until: float | None = None  # USR2: the running configuration must end by then
+
+    @classmethod
+    def current(cls, job: "SweepJob") -> "Task":
+        job_id = submitit.JobEnvironment().job_id
+        if job.all_ranks_here:
+            rank, master = 0, "127.0.0.1"
+        else:   # RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR from SLURM_*; ranks see every GPU of the node
+            dist = submitit.helpers.TorchDistributedEnvironment().export(set_cuda_visible_devices=False,
+                                                                         overwrite=True)
+            rank, master = dist.rank, dist.master_addr
+        attempt = os.environ.get("SLURM_RESTART_COUNT", "0")
+        root = Path(job.results)
+        return cls(job_id, rank, master, root / "records" / f"{job_id}.jsonl",
+                   root / "logs" / job_id / f"attempt{attempt}", job.all_ranks_here)
+
+    @property
+    def owner(self) -> bool:
+        """The task that holds rank 0 owns the records."""
+        return self.rank == 0
+
+    def ranks(self, cfg: RunConfig) -> list[int]:
+        return list(range(cfg.gpus)) if self.all_ranks_here else [self.rank]
+
+    def marker(self, rid: str) -> Path:
+        return self.logs / f"{rid}.done"
+
+    def port(self, rid: str) -> int:
+        """The same on every task, different for every configuration and attempt."""
+        digest = hashlib.sha256(f"{self.logs}/{rid}".encode()).digest()
+        return 20000 + int.from_bytes(digest[:4], "big") % 40000
+
+
+@dataclass
+class Running:
+    cfg: RunConfig
+    procs: dict[int, subprocess.Popen]
+    deadline: float
+
+
+@dataclass
+class SweepJob:
+    """The submitit callable: module-level and checkpointable (requeue with what is left)."""
+    results: str                    # the sweep's results directory (shared by every node)
+    configs: list[dict]             # RunConfig dicts, launcher env
+    signal_delay_s: float = 0.0     # USR2 -> kill, from the cluster profile
+    all_ranks_here: bool = False    # debug executor: this one task starts every rank itself
+
+    def __call__(self) -> dict[str, str]:
+        self._task, self._running = task = Task.current(self), None
+        task.logs.mkdir(parents=True, exist_ok=True)
+        requeue = self._trap_signals(task)
+        statuses = {}
+        for i, d in enumerate(self.configs):
+            cfg = RunConfig.from_dict(d)
+            if task.stopping or task.drain_until is not None:
+                break
+            if i and not task.owner and not self._wait_marker(task, self.configs[i - 1]):
+                break
+            statuses[cfg.run_id()] = self._run(task, cfg)
+        if requeue is not None and task.drain_until is not None and self.left():
+            requeue(signal.SIGUSR2, None)   # submitit: checkpoint(), scontrol requeue, exit
+        return statuses if task.owner else {}
+
+    def _trap_signals(self, task: Task):
+        """SIGTERM: stop. USR2 in task 0: drain first, requeue after (returns submitit's handler)."""
+        if task.all_ranks_here:          # debug: this is the user's process, leave its signals alone
+            return None
+        signal.signal(signal.SIGTERM, lambda *_: setattr(task, "stopping", True))
+        submitit_handler = signal.getsignal(signal.SIGUSR2)
+        if not task.owner or not callable(submitit_handler):
+            return None
+        window = max(self.signal_delay_s - DRAIN_MARGIN_S, 0)
+        signal.signal(signal.SIGUSR2, lambda *_: setattr(task, "drain_until", time.monotonic() + window))
+        return submitit_handler
+
+    def checkpoint(self) -> submitit.helpers.DelayedSubmission:
+        """Submitit calls this in task 0 to requeue: the same job with the configurations left."""
+        run = getattr(self, "_running", None)
+        if run is not None:     # called mid-configuration (USR2 before __call__ took it over): rerun it
+            _kill([p for p in run.procs.values() if p.poll() is None])
+        return submitit.helpers.DelayedSubmission(replace(self, configs=self.left()))
+
+    def left(self) -> list[dict]:
+        """Configurations without a record in this job's file (all of them before the job started)."""
+        task = getattr(self, "_task", None)
+        done = set(recorded(task.records)) if task is not None else set()
+        return [d for d in self.configs if RunConfig.from_dict(d).run_id() not in done]
+
+    # ------------------------------------------------------------ one configuration
+    def _run(self, task: Task, cfg: RunConfig) -> str:
+        port = task.port(cfg.run_id())
+        procs = {r: _spawn(task, cfg, r, port) for r in task.ranks(cfg)}
+        self._running = run = Running(cfg, procs, time.monotonic() + cfg.timeout_s + GRACE_S)
+        ended = self._wait(task, run)
+        self._running = None
+        if ended == "drained":     # the time limit came first: unless recorded, it reruns after the requeue
+            return recorded(task.records).get(cfg.run_id(), "requeued")
+        return self._settle(task, run, ended == "killed") if task.owner else "-"
+
+    def _wait(self, task: Task, run: Running) -> str:
+        """Until every local rank ended: 'done', or 'killed' (its deadline), or 'drained' (USR2)."""
+        released = None
+        while alive := [p for p in run.procs.values() if p.poll() is None]:
+            now = time.monotonic()
+            if now > run.deadline:
+                _kill(alive)
+                return "killed"
+            if task.drain_until is not None and now > task.drain_until and task.owner:
+                _kill(alive)
+                return "drained"
+            if released is None and _rank0_done(task, run):
+                released = now
+            if released is not None and now > released + RELEASE_S:
+                _kill(alive)     # rank 0 is done: whatever these wait for will not come
+                return "done"
+            time.sleep(POLL_S)
+        return "done"
+
+    def _settle(self, task: Task, run: Running, killed: bool) -> str:
+        """Task 0: make sure the configuration has exactly one record, then mark it done."""
+        rid = run.cfg.run_id()
+        status = recorded(task.records).get(rid)
+        code = run.procs[0].returncode
+        if status is None and not killed and code in STOP_SIGNALS:
+            task.stopping = True       # the job is being cancelled: record nothing, rerun on resume
+            return "stopped"
+        if status is None:
+            status = fallback(task, run.cfg, code, killed)
+        task.marker(rid).touch()
+        return status
+
+    def _wait_marker(self, task: Task, prev: dict) -> bool:
+        """Other tasks: start the next configuration only once task 0 has finished the previous one."""
+        cfg = RunConfig.from_dict(prev)
+        deadline = time.monotonic() + cfg.timeout_s + GRACE_S + 60
+        while not task.marker(cfg.run_id()).exists():
+            if task.stopping or time.monotonic() > deadline:
+                return False
+            time.sleep(POLL_S)
+        return True
+
+
+# ---------------------------------------------------------------- helpers
+def _rank0_done(task: Task, run: Running) -> bool:
+    if task.owner:
+        return run.procs[0].poll() is not None
+    return task.marker(run.cfg.run_id()).exists()
+
+
+def rank_command(cfg: RunConfig, records: Path) -> list[str]:
+    """`dspbench run` flags for every RunConfig field (the dataclass is the schema of both)."""
+    argv = [sys.executable, "-m", "dspbench.cli", "run"]
+    for f in fields(RunConfig):
+        value = getattr(cfg, f.name)
+        flag = "--timeout" if f.name == "timeout_s" else "--" + f.name.replace("_", "-")
+        if isinstance(value, bool):
+            argv += [flag] if value else []
+        else:
+            argv += [flag, str(value)]
+    return argv + ["--records-file", str(records)]
+
+
+def _spawn(task: Task, cfg: RunConfig, rank: int, port: int) -> subprocess.Popen:
+    env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(cfg.gpus), "MASTER_ADDR": task.master_addr,
+           "MASTER_PORT": str(port)}
+    if task.all_ranks_here:
+        env.update(LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(cfg.gpus))
+    if "SLURM_CPUS_PER_TASK" in env:      # os.cpu_count() would count the whole node
+        env.setdefault("OMP_NUM_THREADS", env["SLURM_CPUS_PER_TASK"])
+    # A failing rank > 0 appends a record too (its own error): keep it beside the logs, out of records/,
+    # so the configuration has one record; `sweep status` shows it as the likely root cause.
+    records = task.records if rank == 0 else task.logs / f"{cfg.run_id()}.r{rank}.result"
+    log = open(task.logs / f"{cfg.run_id()}.r{rank}.log", "ab")
+    with log:
+        return subprocess.Popen(rank_command(cfg, records), env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, preexec_fn=_child_setup)
+
+
+def _child_setup() -> None:
+    # USR2 is the time-limit warning for task 0 (which decides what to finish), not a reason to die.
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+    try:   # a rank never outlives its task
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _kill(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        p.kill()
+    for p in procs:
+        p.wait()
+
+
+def recorded(path: Path) -> dict[str, str]:
+    """run_id -> status of the records in one file (tolerant: a torn line is skipped)."""
+    return {r["run_id"]: r["status"] for r in read_records(path)[0]} if Path(path).exists() else {}
+
+
+def fallback(task: Task, cfg: RunConfig, code: int | None, killed: bool) -> str:
+    """The record rank 0 did not write: why, with the end of its output."""
+    from dspbench.harness import build_record    # imports torch: only on this path
+    from dspbench.launch import Outcome
+    if killed:
+        status, why = "timeout", (f"no record {cfg.timeout_s + GRACE_S:g} s after start ({cfg.timeout_s:g} s timeout "
+                                  f"+ {GRACE_S:g} s grace): the sweep job killed the ranks")
+    elif code == -signal.SIGKILL:
+        status, why = "oom", "rank 0 was killed by SIGKILL (most likely the out-of-memory killer)"
+    else:
+        status, why = "error", f"rank 0 exited with code {code} without writing a record"
+    tail = _tail(task.logs / f"{cfg.run_id()}.r0.log")
+    append_record(task.records, build_record(cfg, Outcome(status, why + (f"; its output ends: {tail}" if tail else ""))))
+    return status
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    try:
+        text = path.read_bytes()[-4000:].decode(errors="replace")
+    except OSError:
+        return ""
+    last = [ln.strip()[:200] for ln in text.splitlines() if ln.strip()][-lines:]
+    return " | ".join(last)

@@ -1,0 +1,171 @@
+"""From a sweep spec to what runs: points (RunConfigs with stable run_ids), then jobs.
+
+- `expand`: every grid point x repeat, in file order, deduplicated by run_id;
+- `make_plan`: drops what the results already hold (resume), turns points a method cannot run into
+  `unsupported` records (no job), and packs the rest into jobs of one allocation shape each;
+- `plan_table`: the dry-run view (jobs, nodes, GPU-hours requested).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+from dspbench.config import RunConfig
+
+from .spec import ClusterProfile, SpecError, SweepSpec
+
+EXECUTORS = ("local", "slurm", "debug")
+GRACE_S = 30.0          # a job kills a configuration's ranks this long after the configuration's own timeout
+DRAIN_MARGIN_S = 15.0   # on USR2 the running configuration must end this long before the kill
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A SLURM allocation: every configuration of a job has the same world size."""
+    nodes: int
+    tasks_per_node: int
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.tasks_per_node
+
+
+@dataclass
+class Job:
+    shape: Shape
+    configs: list[RunConfig]
+
+
+@dataclass
+class Plan:
+    spec: SweepSpec
+    executor: str
+    points: list[RunConfig]
+    todo: list[RunConfig]
+    unsupported: list[tuple[RunConfig, str]]       # new ones: recorded, never run
+    skipped: Counter = field(default_factory=Counter)
+    jobs: list[Job] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- expansion
+def expand(spec: SweepSpec, launcher: str = "local") -> list[RunConfig]:
+    seen: dict[str, RunConfig] = {}
+    for i, grid in enumerate(spec.grids):
+        for combo in _combos(grid):
+            for repeat in range(spec.repeats):
+                cfg = _config(spec, i, {**spec.fixed, **combo, "launcher": launcher, "repeat": repeat})
+                old = seen.setdefault(cfg.run_id(), cfg)
+                if old != cfg:   # identical points (overlapping grids) merge; near-identical ones are a mistake
+                    diff = [f"{f}={getattr(old, f)!r}/{getattr(cfg, f)!r}" for f in RunConfig.__dataclass_fields__
+                            if getattr(old, f) != getattr(cfg, f)]
+                    raise SpecError(f"{spec.path}: two points share run_id {cfg.run_id()} but differ in "
+                                    f"{', '.join(diff)}, which is not part of the run_id: vary seed or repeat")
+    return list(seen.values())
+
+
+def _combos(grid: dict):
+    keys = list(grid["axes"]) + [tuple(z) for z in grid["zips"]]
+    values = list(grid["axes"].values()) + [list(zip(*z.values())) for z in grid["zips"]]
+    for combo in itertools.product(*values):
+        point = {}
+        for key, value in zip(keys, combo):
+            point.update(zip(key, value) if isinstance(key, tuple) else [(key, value)])
+        yield point
+
+
+def _config(spec: SweepSpec, grid: int, values: dict) -> RunConfig:
+    cfg = RunConfig(**values)
+    try:
+        cfg.validate()
+    except ValueError as e:
+        point = ", ".join(f"{k}={v}" for k, v in values.items()
+                          if k not in spec.fixed and k != "launcher" and (k != "repeat" or spec.repeats > 1))
+        raise SpecError(f"{spec.path}: [[grid]] #{grid + 1} point ({point}): {e}") from None
+    return cfg
+
+
+def launcher_for(executor: str) -> str:
+    """local: the local launcher forks the ranks; slurm and debug: each rank is its own process."""
+    return "local" if executor == "local" else "env"
+
+
+# ---------------------------------------------------------------- planning
+def make_plan(spec: SweepSpec, executor: str, states: dict[str, str], in_flight: set[str],
+              retry_failed: bool = False) -> Plan:
+    """states: run_id -> best recorded status; in_flight: run_ids of jobs still queued or running."""
+    from dspbench.harness import unsupported_reason   # imports torch: keep `status` fast
+    points = expand(spec, launcher_for(executor))
+    plan = Plan(spec, executor, points, [], [])
+    for cfg in points:
+        state = states.get(cfg.run_id())
+        if cfg.run_id() in in_flight:
+            plan.skipped["queued or running"] += 1
+        elif state in ("ok", "unsupported"):
+            plan.skipped[f"already {state}"] += 1
+        elif state is not None and not retry_failed:
+            plan.skipped[f"already failed ({state}; --retry-failed reruns)"] += 1
+        elif reason := unsupported_reason(cfg):
+            plan.unsupported.append((cfg, reason))
+        else:
+            plan.todo.append(cfg)
+    # Only a SLURM submission must fit the profile; other executors pack just for the table.
+    plan.jobs = pack(plan.todo, spec.cluster, spec.configs_per_job, spec.path, strict=executor == "slurm")
+    return plan
+
+
+def shape_of(cfg: RunConfig, profile: ClusterProfile, where: str, strict: bool = True) -> Shape:
+    per_node = profile.gpus_per_node
+    if strict and cfg.gpus > per_node and cfg.gpus % per_node:
+        raise SpecError(f"{where}: gpus={cfg.gpus} does not fill whole nodes of gpus_per_node={per_node}")
+    return Shape(nodes=math.ceil(cfg.gpus / per_node), tasks_per_node=min(cfg.gpus, per_node))
+
+
+def pack(todo: list[RunConfig], profile: ClusterProfile, per_job: int, where: str,
+         strict: bool = True) -> list[Job]:
+    """Configurations of one shape share jobs (one queue wait for several data points)."""
+    # A job that gets USR2 lets its running configuration go on until DRAIN_MARGIN_S before the kill.
+    limit_s = profile.time_min * 60 - min(profile.signal_delay_s, DRAIN_MARGIN_S)
+    by_shape: dict[Shape, list[RunConfig]] = {}
+    for cfg in todo:
+        # A configuration that cannot finish within one run of its job would requeue forever.
+        if strict and cfg.timeout_s + GRACE_S > limit_s:
+            raise SpecError(f"{where}: timeout_s={cfg.timeout_s:g} + {GRACE_S:g} s grace does not fit in a job "
+                            f"of time_min={profile.time_min} (it must end {DRAIN_MARGIN_S:g} s before the kill)")
+        by_shape.setdefault(shape_of(cfg, profile, where, strict), []).append(cfg)
+    return [Job(shape, cfgs[i:i + per_job]) for shape, cfgs in by_shape.items()
+            for i in range(0, len(cfgs), per_job)]
+
+
+def with_launcher(cfgs: list[RunConfig], launcher: str) -> list[RunConfig]:
+    return [replace(c, launcher=launcher) for c in cfgs]
+
+
+# ---------------------------------------------------------------- the dry-run view
+def plan_table(plan: Plan) -> str:
+    spec, prof = plan.spec, plan.spec.cluster
+    gpus_node = prof.gpus_per_node if prof.request_gpus else 0
+    out = [f"sweep {spec.name} ({spec.path}): {len(plan.points)} points, executor {plan.executor}, "
+           f"cluster {spec.cluster_name} (partition {prof.partition or 'default'}, "
+           f"{prof.gpus_per_node} ranks/node, {prof.time_min} min per job)"]
+    out += [f"  to run: {len(plan.todo)}, unsupported (recorded, not run): {len(plan.unsupported)}"]
+    out += [f"  skipped, {why}: {n}" for why, n in sorted(plan.skipped.items())]
+    out += ["", "| ranks | nodes x tasks/node | configs | jobs | GPU-hours requested |",
+            "|------:|-------------------:|--------:|-----:|--------------------:|"]
+    rows: dict[Shape, list] = {}
+    for job in plan.jobs:
+        row = rows.setdefault(job.shape, [0, 0])
+        row[0] += len(job.configs)
+        row[1] += 1
+    total_h = 0.0
+    for shape, (n, jobs) in sorted(rows.items(), key=lambda kv: kv[0].ranks):
+        hours = jobs * shape.nodes * min(shape.tasks_per_node, gpus_node) * prof.time_min / 60
+        total_h += hours
+        out.append(f"| {shape.ranks} | {shape.nodes} x {shape.tasks_per_node} | {n} | {jobs} | {hours:.1f} |")
+    nodes = sum(j.shape.nodes for j in plan.jobs)
+    out.append(f"| total | {nodes} nodes | {len(plan.todo)} | {len(plan.jobs)} | {total_h:.1f} |")
+    reasons = Counter(f"{c.method}: {r}" for c, r in plan.unsupported)
+    if reasons:
+        out += ["", "unsupported points:"] + [f"  {n} x {r}" for r, n in reasons.most_common()]
+    return "\n".join(out)

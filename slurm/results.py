@@ -1,0 +1,164 @@
+"""A sweep's results directory and what it says: which run_ids are done, failed or still queued.
+
+    results/<sweep>/manifest.json     resolved spec, git sha, submissions (time, executor, counts)
+    results/<sweep>/records/*.jsonl   one records file per job (or per local/planning process)
+    results/<sweep>/submitted.json    SLURM jobs submitted: job id -> run_ids (to skip queued ones)
+    results/<sweep>/logs/<job>/       per-configuration rank output of SLURM/debug jobs
+    results/<sweep>/submitit/         submitit's sbatch scripts, pickles and job logs
+Only records/ holds *.jsonl: reports read every *.jsonl under the directory.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+from dspbench.record import read_dir, read_records
+
+OK_STATES = ("ok", "unsupported")   # never rerun
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def records_dir(root: Path) -> Path:
+    return Path(root) / "records"
+
+
+def process_records_file(root: Path, kind: str) -> Path:
+    """One file per writing process (no two writers ever share a file, NFS-safe)."""
+    return records_dir(root) / f"{kind}-{socket.gethostname()}-{os.getpid()}.jsonl"
+
+
+def best_records(root: Path) -> tuple[dict[str, dict], list[str]]:
+    """run_id -> the record that counts (ok, then unsupported, then the latest failure) and problems."""
+    records, problems = read_dir(records_dir(root)) if records_dir(root).is_dir() else ([], [])
+    best: dict[str, dict] = {}
+    for rec in records:
+        old = best.get(rec["run_id"])
+        if old is None or _better(rec, old):
+            best[rec["run_id"]] = rec
+    return best, problems
+
+
+def _better(new: dict, old: dict) -> bool:
+    """ok beats unsupported beats failures; among equals the newer record (ISO times sort as text)."""
+    rank = {"ok": 0, "unsupported": 1}
+    rn, ro = rank.get(new["status"], 2), rank.get(old["status"], 2)
+    if rn != ro:
+        return rn < ro
+    when = [(r.get("environ") or {}).get("recorded_at") or "" for r in (new, old)]
+    return when[0] >= when[1]
+
+
+def states(root: Path) -> dict[str, str]:
+    return {rid: rec["status"] for rid, rec in best_records(root)[0].items()}
+
+
+# ---------------------------------------------------------------- manifest and submitted jobs
+def write_json(path: Path, data) -> None:
+    """Write then rename: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def read_json(path: Path, default):
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return default
+
+
+def write_manifest(root: Path, spec_dict: dict, executor: str, counts: dict) -> None:
+    from dspbench.environ import git_state
+    path = Path(root) / "manifest.json"
+    old = read_json(path, {})
+    submission = {"submitted_at": now(), "executor": executor, **git_state(), **counts}
+    write_json(path, {"name": spec_dict["name"], "spec": spec_dict, **git_state(), "submitted_at": submission["submitted_at"],
+                      "submissions": old.get("submissions", []) + [submission]})
+
+
+def add_submitted(root: Path, jobs: dict[str, list[str]]) -> None:
+    path = Path(root) / "submitted.json"
+    write_json(path, {**read_json(path, {}), **jobs})
+
+
+def active_jobs(job_ids: list[str]) -> set[str]:
+    """Which of these SLURM jobs are still pending or running (empty without SLURM)."""
+    if not job_ids or shutil.which("squeue") is None:
+        return set()
+    try:   # -r: one line per array element, as submitit names them (123_4)
+        out = subprocess.run(["squeue", "-h", "-r", "-o", "%i"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
+    queued = set(out.stdout.split())
+    return {j for j in job_ids if j in queued}
+
+
+def in_flight(root: Path) -> dict[str, list[str]]:
+    """job id -> run_ids, for submitted jobs SLURM still holds."""
+    submitted = read_json(Path(root) / "submitted.json", {})
+    return {j: submitted[j] for j in sorted(active_jobs(list(submitted)))}
+
+
+# ---------------------------------------------------------------- status
+def status_report(root: Path) -> str:
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no results directory {root}")
+    best, problems = best_records(root)
+    manifest = read_json(root / "manifest.json", {})
+    planned = _planned(manifest)
+    counts = Counter(rec["status"] for rec in best.values())
+    flying = in_flight(root)
+    queued = {rid for rids in flying.values() for rid in rids} - {r for r, rec in best.items() if rec["status"] in OK_STATES}
+    lines = [f"sweep {manifest.get('name', root.name)} ({root}): {len(best)} configurations recorded"
+             + (f" of {planned} planned" if planned else "")]
+    lines += [f"  {s:<12} {counts[s]}" for s in ("ok", "unsupported", "error", "oom", "timeout") if counts[s]]
+    lines += [f"  {s:<12} {n}" for s, n in counts.items() if s not in ("ok", "unsupported", "error", "oom", "timeout")]
+    if planned:
+        lines.append(f"  {'not run yet':<12} {max(planned - len(best), 0)}")
+    if flying:
+        lines.append(f"  queued or running: {len(queued)} configurations in SLURM jobs {', '.join(flying)}")
+    failing = [r for r in best.values() if r["status"] not in OK_STATES]
+    if failing:
+        lines += ["", "failing configurations (`dspbench sweep FILE --retry-failed` reruns them):"]
+        for r in sorted(failing, key=lambda r: (r["method"], r["gpus"], r["run_id"])):
+            lines += [_failure_line(r)] + _log_hint(root, r["run_id"])
+    if problems:
+        lines += ["", f"{len(problems)} unreadable record lines (skipped):"] + [f"  {p}" for p in problems[:20]]
+    return "\n".join(lines)
+
+
+def _planned(manifest: dict) -> int:
+    subs = manifest.get("submissions") or [{}]
+    return int(subs[-1].get("points", 0))
+
+
+def _failure_line(r: dict) -> str:
+    where = (f"{r['method']} {r['model']} T={r['frames']} S={r['spatial']} gpus={r['gpus']} sp={r['sp']} "
+             f"{r['mode']} repeat={r.get('repeat', 0)}")
+    error = (r.get("error") or "").strip().replace("\n", " | ")
+    return f"  {r['run_id']}  {r['status']:<8} {where}: {error[:300]}"
+
+
+def _log_hint(root: Path, rid: str) -> list[str]:
+    """Where the ranks' output is (SLURM/debug jobs) and what the other ranks reported: rank 0's error
+    is often only the symptom of a peer's crash (`Connection closed by peer`)."""
+    logs = sorted(root.glob(f"logs/*/*/{rid}.r*.log"))
+    if not logs:
+        return []
+    hints = [f"      rank logs: {logs[-1].parent}/{rid}.r*.log"]
+    for path in sorted(root.glob(f"logs/*/*/{rid}.r*.result")):
+        for rec in read_records(path)[0]:
+            if rec.get("error"):
+                hints.append(f"      {rec['error'][:200]}")
+    return hints

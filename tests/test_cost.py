@@ -1,0 +1,129 @@
+"""The cost model: alpha-beta comm, link levels, memory/OOM, --sp auto, predicted records."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from dspbench.autosp import resolve_sp, resolved
+from dspbench.config import RunConfig
+from dspbench.cost_comm import group_link, op_time
+from dspbench.cost_model import predict
+from dspbench.hardware import Link, available_profiles, load_profile
+from dspbench.methods import Dims, get_method
+from dspbench.methods.ledger import untag
+from dspbench.models import Shape, get_config
+from dspbench.predict import predicted_record
+
+XL = dict(model="stdit-xl", dtype="bf16", grad_ckpt=True, backend="nccl", launcher="slurm")
+OPS = ("all_to_all", "all_gather", "reduce_scatter", "all_reduce", "send_recv")
+
+
+def test_profiles_load_with_sources():
+    names = available_profiles()
+    assert {"h800-nvlink", "h100-ib", "a100-ib", "h200-ib"} <= set(names)
+    for n in names:
+        p = load_profile(n)
+        assert p.flops("bf16") > 0 and p.usable_bytes > 0
+        for key in ("device.memory_gb", "compute.peak_flops", "link.intra.bw_GBps", "link.inter.bw_GBps"):
+            assert key in p.sources, (n, key)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_op_time_monotonic_in_bytes_and_bandwidth(op):
+    slow, fast = Link(alpha_s=1e-5, bw_GBps=10), Link(alpha_s=1e-5, bw_GBps=100)
+    sizes = [2**k for k in range(12, 30, 3)]
+    times = [op_time(slow, op, s * 8, 8) for s in sizes]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    assert all(op_time(fast, op, s * 8, 8) < op_time(slow, op, s * 8, 8) for s in sizes)
+
+
+def test_sp_group_spanning_nodes_pays_inter_node_link():
+    prof = load_profile("h100-ib")
+    assert group_link(prof, Dims(sp=8, dp=2), "sp") is prof.intra
+    assert group_link(prof, Dims(sp=16, dp=1), "sp") is prof.inter
+    assert group_link(prof, Dims(sp=8, dp=2), "dp") is prof.inter        # DP crosses nodes
+    assert group_link(prof, Dims(sp=4, dp=2), "dp") is prof.intra        # whole world in one node
+    cfg = RunConfig(method="dsp", frames=128, spatial=4096, gpus=16, sp=16, **XL)
+    one_node = replace(prof, gpus_per_node=16)
+    assert predict(cfg, prof).comm_total_s > 5 * predict(cfg, one_node).comm_total_s
+
+
+def test_predicted_comm_bytes_equal_the_method_formulas():
+    prof = load_profile("h800-nvlink")
+    for m in ("dsp", "ulysses", "ring", "megatron_sp"):
+        cfg = RunConfig(method=m, model="stdit-tiny", frames=16, spatial=64, gpus=8, sp=4)
+        spec, mcfg = get_method(m), get_config("stdit-tiny")
+        formula = untag(spec.comm_bytes(mcfg, Shape(1, 16, 64), Dims(sp=4, dp=2), "fp32", "train"))
+        assert predict(cfg, prof).comm_wire == pytest.approx(formula)
+
+
+def test_dsp_moves_fewest_bytes_and_is_fastest_when_comm_matters():
+    prof = load_profile("h800-nvlink")
+    preds = {m: predict(RunConfig(method=m, frames=64, spatial=4096, gpus=8, sp=8, **XL), prof)
+             for m in ("dsp", "ulysses", "ring", "megatron_sp")}
+    wire = {m: sum(p.comm_wire.values()) for m, p in preds.items()}
+    assert min(wire, key=wire.get) == "dsp"
+    assert min(preds, key=lambda m: preds[m].step_s) == "dsp"
+
+
+def test_memory_parts_and_oom():
+    prof = load_profile("h100-ib")
+    base = RunConfig(method="dsp", frames=1024, spatial=4096, gpus=64, **XL)
+    p8, p16 = predict(replace(base, sp=8), prof, zero=2), predict(replace(base, sp=16), prof, zero=2)
+    assert not p8.fits and p16.fits
+    assert p16.mem["activations"] == pytest.approx(p8.mem["activations"] / 2)
+    no_ckpt = predict(replace(base, sp=16, grad_ckpt=False), prof, zero=2)
+    assert no_ckpt.mem["activations"] > 5 * p16.mem["activations"]
+    z0, z3 = predict(replace(base, sp=16), prof, zero=0), predict(replace(base, sp=16), prof, zero=3)
+    assert z0.mem["optimizer"] > z3.mem["optimizer"] and z3.mem["weights"] < z0.mem["weights"]
+    assert predict(replace(base, sp=16, method="ring"), prof, 2).mem["comm_buffers"] > p16.mem["comm_buffers"]
+
+
+def test_sp_auto_known_cases():
+    prof = load_profile("h100-ib")
+    xl = RunConfig(method="dsp", frames=1024, spatial=4096, gpus=64, sp="auto", **XL)
+    assert resolve_sp(xl, prof, zero=2) == 16
+    assert resolve_sp(RunConfig(method="dsp", frames=128, spatial=4096, gpus=8, sp="auto", **XL), prof, 2) == 2
+    # 3B at 4M tokens needs SP 32: Ulysses and Megatron-SP split 16 heads, so they cannot.
+    big = RunConfig(method="ulysses", model="stdit-3b", frames=1024, spatial=4096, gpus=64, sp="auto",
+                    dtype="bf16", grad_ckpt=True, backend="nccl")
+    assert resolve_sp(replace(big, method="dsp"), prof, 2) == 32
+    reason = resolve_sp(big, prof, 2)
+    assert isinstance(reason, str) and "heads" in reason and "OOM" in reason
+    tiny = RunConfig(method="dsp", gpus=2, sp="auto")
+    assert resolved(tiny, "h100-ib") == (replace(tiny, sp=1), None)
+    assert "--hardware" in resolved(tiny, None)[1]
+
+
+def test_run_with_sp_auto_and_no_hardware_is_unsupported():
+    from dspbench.harness import run_config
+    rec = run_config(RunConfig(method="dsp", gpus=2, sp="auto"))
+    assert rec["status"] == "unsupported" and "--hardware" in rec["error"]
+
+
+def test_predict_json_has_every_run_record_field(capsys, tmp_path):
+    from dspbench.cli import main
+    from dspbench.harness import run_config
+    run = run_config(RunConfig(method="single", model="stdit-tiny", frames=2, spatial=16, warmup=0, iters=1))
+    assert run["status"] == "ok"
+    rc = main(["predict", "--method", "dsp", "--gpus", "2", "--sp", "2", "--hardware", "h100-ib", "--json",
+               "--records-file", str(tmp_path / "p.jsonl")])
+    assert rc == 0
+    rec = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert rec["status"] == "predicted"
+    assert set(run) <= set(rec), set(run) - set(rec)
+    for k in ("predicted_comm_time_s", "predicted_compute_time_s", "predicted_peak_mem_bytes",
+              "step_time_median_s", "samples_per_s", "tokens_per_s", "comm", "comm_wire_bytes"):
+        assert rec[k] is not None, k
+    assert rec["step_time_median_s"] == pytest.approx(
+        rec["predicted_comm_time_s"] + rec["predicted_compute_time_s"] + rec["predicted_optimizer_time_s"])
+
+
+def test_predicted_oom_and_unsupported_records():
+    prof = load_profile("h800-nvlink")
+    oom = predicted_record(RunConfig(method="dsp", frames=1024, spatial=4096, gpus=2, sp=2, **XL), prof)
+    assert oom["status"] == "oom" and "predicted OOM" in oom["error"] and oom["step_time_median_s"] is None
+    bad = predicted_record(RunConfig(method="ulysses", frames=64, spatial=4096, gpus=32, sp=32, **XL), prof)
+    assert bad["status"] == "unsupported" and "heads" in bad["error"]

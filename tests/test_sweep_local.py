@@ -1,0 +1,99 @@
+"""Sweeps that run on this machine: the local executor (resume, --retry-failed, status) and the debug
+executor, which runs the SLURM job code in-process (one subprocess per rank, fallback records)."""
+import json
+import textwrap
+
+from dspbench.cli import main
+from dspbench.record import read_dir
+from dspbench.slurm import job as sweep_job
+
+HEAD = """
+[sweep]
+name = "tiny"
+cluster = "local"
+[fixed]
+model = "stdit-tiny"
+frames = 4
+spatial = 16
+warmup = 0
+iters = 1
+timeout_s = 60
+"""
+# Two configurations; the first fails on rank 1 until the fault is removed (inject_fault is not part of
+# the run_id, so the fixed spec reruns the same data point).
+TWO = HEAD + """
+[[grid]]
+method = ["dsp"]
+gpus = [2]
+sp = [2]
+inject_fault = ["raise@1"]
+
+[[grid]]
+method = ["single"]
+gpus = [1]
+"""
+
+
+def sweep(tmp_path, text: str, *args: str) -> int:
+    path = tmp_path / "sweep.toml"
+    path.write_text(textwrap.dedent(text))
+    return main(["sweep", str(path), "--results", str(tmp_path / "results"), *args])
+
+
+def records(tmp_path) -> list[dict]:
+    recs, problems = read_dir(tmp_path / "results" / "records")
+    assert problems == []
+    return recs
+
+
+def test_local_sweep_resumes_and_retry_failed_reruns_only_the_failures(tmp_path, capsys):
+    assert sweep(tmp_path, TWO) == 1                       # one configuration failed
+    first = records(tmp_path)
+    assert sorted((r["method"], r["status"]) for r in first) == [("dsp", "error"), ("single", "ok")]
+    out = capsys.readouterr().out
+    assert "to run: 2" in out and "rank 1: RuntimeError: injected fault" in out
+
+    assert sweep(tmp_path, TWO) == 0                       # resume: nothing left to run
+    assert "to run: 0" in capsys.readouterr().out and len(records(tmp_path)) == 2
+
+    fixed = TWO.replace('inject_fault = ["raise@1"]', "")
+    assert sweep(tmp_path, fixed) == 0                     # a failed point is kept without the flag
+    assert len(records(tmp_path)) == 2
+    assert sweep(tmp_path, fixed, "--retry-failed") == 0   # ... and rerun with it
+    out = capsys.readouterr().out
+    assert "to run: 1" in out and "skipped, already ok: 1" in out
+    last = records(tmp_path)
+    assert [(r["method"], r["status"]) for r in last[2:]] == [("dsp", "ok")]
+
+    manifest = json.loads((tmp_path / "results" / "manifest.json").read_text())
+    assert manifest["name"] == "tiny" and manifest["spec"]["fixed"]["frames"] == 4
+    assert "git_sha" in manifest and len(manifest["submissions"]) == 4
+
+    assert main(["sweep", "status", str(tmp_path / "results")]) == 0
+    status = capsys.readouterr().out
+    assert "2 configurations recorded of 2 planned" in status and "ok           2" in status
+    assert "failing" not in status                          # the ok record wins over the old error
+
+
+def test_status_shows_counts_and_failing_configurations(tmp_path, capsys):
+    text = HEAD + '[[grid]]\nmethod = ["ulysses"]\nzip = { gpus = [2, 3], sp = [2, 3] }\ninject_fault = ["oom@0"]\n'
+    assert sweep(tmp_path, text) == 1
+    capsys.readouterr()
+    assert main(["sweep", "status", str(tmp_path / "results")]) == 0
+    out = capsys.readouterr().out
+    assert "oom          1" in out and "unsupported  1" in out and "not run yet  0" in out
+    assert "ulysses stdit-tiny T=4 S=16 gpus=2 sp=2 train repeat=0: rank 0: MemoryError: injected out-of-memory" in out
+
+
+def test_debug_executor_isolates_a_crash_and_a_hang_in_one_job(tmp_path, monkeypatch, capsys):
+    """The SLURM job code in-process: rank 0 dies silently, then hangs; the job writes those records
+    itself and carries on, one record per configuration."""
+    monkeypatch.setattr(sweep_job, "GRACE_S", 1.0)
+    text = HEAD.replace("timeout_s = 60\n", "") + ('[[grid]]\nmethod = ["single"]\n'
+                   'zip = { seed = [0, 1, 2], inject_fault = ["exit@0", "hang@0", ""], timeout_s = [60.0, 3.0, 60.0] }\n')
+    assert sweep(tmp_path, text, "--executor", "debug") == 1
+    recs = records(tmp_path)
+    assert [(r["seed"], r["status"]) for r in recs] == [(0, "error"), (1, "timeout"), (2, "ok")]
+    assert "rank 0 exited with code 3 without writing a record" in recs[0]["error"]
+    assert "the sweep job killed the ranks" in recs[1]["error"]
+    assert len(list((tmp_path / "results" / "records").glob("*.jsonl"))) == 1     # one file per job

@@ -1,0 +1,167 @@
+"""Sweeps on a real SLURM (slurm/local_cluster.sh) through submitit: multi-task jobs on gloo, cancel and
+kill then resume, a time limit that requeues, and the generated sbatch script against a golden file.
+
+Every test is marked `slurm`; those that submit skip with a reason when the cluster is not up (the
+`partition` fixture of test_slurm_cluster.py). The golden-file test needs submitit, not a cluster.
+Regenerate the golden file with DSPBENCH_UPDATE_GOLDEN=1.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from dspbench.record import read_dir
+from dspbench.slurm.execute import make_executor, prepare, run_plan
+from dspbench.slurm.plan import Shape
+from dspbench.slurm.results import status_report
+from dspbench.slurm.spec import load_profile
+from test_slurm_cluster import _run_history, _sacct_state, _wait_sacct_terminal, partition  # noqa: F401
+
+pytestmark = pytest.mark.slurm
+GOLDEN = Path(__file__).parent / "golden" / "sbatch_4x8_gpu.sbatch"
+
+HEAD = """
+[sweep]
+name = "{name}"
+cluster = "local"
+configs_per_job = {per_job}
+[fixed]
+model = "stdit-tiny"
+frames = 4
+spatial = 16
+warmup = 0
+iters = 1
+timeout_s = {timeout}
+[cluster]
+partition = "{partition}"
+"""
+
+
+@pytest.fixture
+def submit(tmp_path, partition):   # noqa: F811 - the fixture imported above
+    """submit(name, grid, per_job=8, timeout=120, cluster='') -> (results dir, job ids); cancels leftovers."""
+    submitted: list[str] = []
+
+    def go(name: str, grid: str, per_job: int = 8, timeout: int = 120, cluster: str = ""):
+        path = tmp_path / f"{name}.toml"
+        head = HEAD.format(name=name, per_job=per_job, timeout=timeout, partition=partition)
+        path.write_text(textwrap.dedent(head + cluster + grid))
+        plan, root = prepare(str(path), "slurm", str(tmp_path / name))
+        ids = list(run_plan(plan, root))
+        submitted.extend(ids)
+        return root, ids
+
+    yield go
+    if submitted:
+        subprocess.run(["scancel", *submitted], capture_output=True, timeout=30)
+
+
+def ok_records(root: Path) -> dict[str, list[str]]:
+    """run_id -> statuses; no torn or foreign line anywhere."""
+    records, problems = read_dir(root / "records")
+    assert problems == []
+    out: dict[str, list[str]] = {}
+    for r in records:
+        out.setdefault(r["run_id"], []).append(r["status"])
+    return out
+
+
+def wait_gone(ids: list[str], timeout: float) -> None:
+    """Until SLURM holds none of these jobs (a pending array element cancelled never reaches sacct)."""
+    deadline = time.monotonic() + timeout
+    while queued := set(subprocess.run(["squeue", "-h", "-r", "-o", "%i"], capture_output=True, text=True,
+                                       timeout=30).stdout.split()) & set(ids):
+        if time.monotonic() > deadline:
+            subprocess.run(["scancel", *queued], capture_output=True, timeout=30)
+            pytest.fail(f"jobs {sorted(queued)} still queued or running after {timeout:.0f} s")
+        time.sleep(0.5)
+
+
+def wait_all(ids: list[str], timeout: float) -> list[str]:
+    """The final sacct state of each job."""
+    wait_gone(ids, timeout)
+    return [_wait_sacct_terminal(j, 15) for j in ids]
+
+
+# ---------------------------------------------------------------- tests
+def test_sweep_of_two_and_four_task_jobs_on_gloo(submit):
+    grid = '[[grid]]\nmethod = ["dsp"]\nzip = { gpus = [2, 4], sp = [2, 4] }\n'
+    root, ids = submit("two_shapes", grid)
+    assert len(ids) == 2                                   # one job per allocation shape
+    assert wait_all(ids, timeout=150) == ["COMPLETED", "COMPLETED"]
+    recs = ok_records(root)
+    assert sorted(recs.values()) == [["ok"], ["ok"]]
+    assert sorted(p.stem for p in (root / "records").glob("*.jsonl")) == sorted(ids)   # one file per job
+    assert "ok           2" in status_report(root)
+
+
+def test_cancelled_and_killed_jobs_resume_to_one_ok_record_each(submit):
+    grid = '[[grid]]\nmethod = ["single"]\nseed = [0, 1, 2, 3]\n'
+    root, ids = submit("cancel_kill", grid, per_job=2)
+    assert len(ids) == 2                                   # an array of two 2-configuration jobs
+    subprocess.run(["scancel", ids[0]], check=True, timeout=30)
+    first = root / "records" / f"{ids[1]}.jsonl"
+    deadline = time.monotonic() + 90
+    while not (first.exists() and first.read_text().strip()):
+        assert time.monotonic() < deadline, f"job {ids[1]} wrote no record ({_sacct_state(ids[1])})"
+        time.sleep(0.3)
+    subprocess.run(["scancel", "--signal=KILL", ids[1]], check=True, timeout=30)   # mid-sweep, no warning
+    wait_gone(ids, timeout=60)
+    assert all(s == ["ok"] for s in ok_records(root).values())   # cancelling records no failure
+
+    plan, _ = prepare(str(root.parent / "cancel_kill.toml"), "slurm", str(root))
+    assert 2 <= len(plan.todo) <= 3 and plan.skipped["already ok"] == 4 - len(plan.todo)
+    more = list(run_plan(plan, root))
+    assert wait_all(more, timeout=150) == ["COMPLETED"] * len(more)
+    recs = ok_records(root)
+    assert len(recs) == 4 and all(s == ["ok"] for s in recs.values()), recs
+
+
+def test_job_reaching_its_time_limit_requeues_and_completes(submit):
+    """A 1-minute job warned 50 s before its limit (USR2 at the first time-limit check of slurmctld, 5 to
+    15 s after the start here): the running configuration finishes, the job requeues itself with what is
+    left, and completes; every configuration ends with one ok record."""
+    grid = '[[grid]]\nmethod = ["single"]\nseed = [0, 1, 2, 3]\n'
+    profile = "time_min = 1\nsignal_delay_s = 50\nmax_requeues = 6\n"
+    root, ids = submit("time_limit", grid, timeout=15, cluster=profile)
+    assert len(ids) == 1
+    assert _wait_sacct_terminal(ids[0], timeout=300) == "COMPLETED"
+    history = _run_history(ids[0])
+    assert history[0] == "REQUEUED" and history[-1] == "COMPLETED", history
+    recs = ok_records(root)
+    assert len(recs) == 4 and all(s == ["ok"] for s in recs.values()), recs
+
+
+def test_sbatch_script_of_a_multi_node_gpu_job_matches_the_golden_file(tmp_path, monkeypatch):
+    submitit = pytest.importorskip("submitit")
+    # Render without submitting: no cluster needed, only submitit's check that srun exists.
+    monkeypatch.setattr(submitit.slurm.slurm.SlurmExecutor, "affinity", classmethod(lambda cls: 2))
+    (tmp_path / "gpu.toml").write_text(textwrap.dedent("""
+        partition = "gpu"
+        account = "proj42"
+        qos = "high"
+        constraint = "h100"
+        gpus_per_node = 8
+        cpus_per_task = 12
+        mem = "0"
+        time_min = 120
+        signal_delay_s = 300
+        setup = ["module load cuda/12.4 nccl"]
+        [env]
+        NCCL_DEBUG = "WARN"
+        """))
+    profile = load_profile(str(tmp_path / "gpu.toml"), tmp_path)
+    folder = tmp_path / "results" / "submitit" / "%j"
+    ex = make_executor(folder, profile, Shape(nodes=4, tasks_per_node=8), "dspbench-paper")
+    text = ex._executor._make_submission_file_text(ex._executor._submitit_command_str, "uid")
+    text = text.replace(str(folder.parent), "<RESULTS>/submitit").replace(sys.executable, "<PYTHON>")
+    if os.environ.get("DSPBENCH_UPDATE_GOLDEN"):
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(text)
+    assert text == GOLDEN.read_text()

@@ -1,0 +1,231 @@
+"""Sweep specs without running anything: strict validation, expansion, unsupported points, the plan
+and its dry-run table, resume decisions, the requeue bookkeeping of a job. Milliseconds to seconds."""
+import pickle
+import re
+import textwrap
+
+import pytest
+
+from dspbench.cli import main
+from dspbench.commands import add_run_args, config_from_args
+from dspbench.config import RunConfig
+from dspbench.slurm.job import SweepJob, Task, rank_command
+from dspbench.slurm.plan import expand, make_plan, plan_table
+from dspbench.slurm.spec import SpecError, load_sweep
+
+TINY = """
+[sweep]
+name = "tiny"
+cluster = "local"
+[fixed]
+model = "stdit-tiny"
+frames = 4
+spatial = 16
+warmup = 0
+iters = 1
+timeout_s = 60
+"""
+
+
+def spec_file(tmp_path, text: str, name: str = "s.toml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+# ---------------------------------------------------------------- strict validation
+@pytest.mark.parametrize("extra, where, key", [
+    ("[[grid]]\nframez = [4]\n", "[[grid]] #1", "'framez'"),
+    ("[[grid]]\nmethod = ['dsp']\nzip = { gpus = [2], spz = [2] }\n", "[[grid]] #1 zip", "'spz'"),
+    ("[cluster]\npartitoin = 'x'\n", "[cluster]", "'partitoin'"),
+    ("[bogus]\nx = 1\n", "", "'bogus'"),
+    ("[[grid]]\nlauncher = ['env']\n", "[[grid]] #1", "'launcher'"),     # the executor decides
+])
+def test_unknown_keys_are_errors_naming_file_and_key(tmp_path, extra, where, key):
+    path = spec_file(tmp_path, TINY + extra)
+    with pytest.raises(SpecError, match="unknown") as e:
+        load_sweep(str(path))
+    assert str(path) in str(e.value) and where in str(e.value) and key in str(e.value)
+
+
+@pytest.mark.parametrize("extra, key", [
+    ("[[grid]]\ngpus = [2, 'four']\n", "gpus must be int, got str 'four'"),
+    ("[[grid]]\ngpus = 2\n", "gpus must be a non-empty list"),
+    ("[[grid]]\ncheck = [1]\n", "check must be bool, got int"),
+    ("[[grid]]\nframes = [true]\n", "frames must be int, got bool"),
+    ("[cluster]\ntime_min = '60'\n", "time_min must be int, got str"),
+    ("[cluster]\nsetup = 'module load x'\n", "setup must be list[str]"),
+])
+def test_wrong_types_are_errors_naming_file_and_key(tmp_path, extra, key):
+    path = spec_file(tmp_path, TINY + extra)
+    with pytest.raises(SpecError, match=re.escape(key)) as e:
+        load_sweep(str(path))
+    assert str(path) in str(e.value)
+
+
+def test_wrong_type_in_fixed_and_sweep_tables(tmp_path):
+    path = spec_file(tmp_path, TINY.replace("frames = 4", "frames = '4'"))
+    with pytest.raises(SpecError, match=r"\[fixed\]: frames must be int, got str '4'"):
+        load_sweep(str(path))
+    path = spec_file(tmp_path, TINY.replace('cluster = "local"', 'cluster = "local"\nrepeats = "3"'))
+    with pytest.raises(SpecError, match=r"\[sweep\]: repeats must be int"):
+        load_sweep(str(path))
+
+
+def test_cluster_profile_file_is_strict_too(tmp_path):
+    prof = spec_file(tmp_path, "partition = 'gpu'\ngpus_per_nod = 8\n", "mycluster.toml")
+    path = spec_file(tmp_path, TINY.replace('cluster = "local"', 'cluster = "mycluster.toml"'))
+    with pytest.raises(SpecError, match="unknown key 'gpus_per_nod'") as e:
+        load_sweep(str(path))
+    assert str(prof) in str(e.value)
+
+
+@pytest.mark.parametrize("grid, message", [
+    ("zip = { gpus = [2, 4], sp = [2] }", "equal lengths"),
+    ("frames = [8]", "frames is set both in [fixed] and in the grid"),
+    ("mode = ['training']", "point (mode=training): mode must be one of"),
+    ("seed = [0]\ncheck = [true, false]", "share run_id"),      # check is not part of the run_id
+])
+def test_inconsistent_grids_are_errors(tmp_path, grid, message):
+    path = spec_file(tmp_path, TINY + "[[grid]]\n" + grid + "\n")
+    with pytest.raises(SpecError) as e:
+        expand(load_sweep(str(path)))
+    assert message in str(e.value) and str(path) in str(e.value)
+
+
+def test_invalid_toml_names_the_file(tmp_path):
+    path = spec_file(tmp_path, TINY + "[[grid]\n")
+    with pytest.raises(SpecError, match="invalid TOML") as e:
+        load_sweep(str(path))
+    assert str(path) in str(e.value)
+
+
+def test_unknown_sweep_name_lists_the_shipped_ones():
+    with pytest.raises(FileNotFoundError, match="cpu_smoke.*paper_v1_fig3"):
+        load_sweep("no_such_sweep")
+
+
+# ---------------------------------------------------------------- expansion
+@pytest.mark.parametrize("name, points", [
+    ("cpu_smoke", 11),             # single on 1 rank + 5 SP methods x SP 2, 4
+    ("paper_v1_fig3", 60),         # 5 methods x SP 2/4/8 x 4 (T, S)
+    ("paper_icml_scaling", 32),    # 4 methods x (4 weak + 5 strong), the 64-GPU point shared
+    ("paper_inference", 18),       # (single + 5 methods on 8 GPUs) x 3 repeats
+])
+def test_shipped_sweeps_expand(name, points):
+    cfgs = expand(load_sweep(name))
+    assert len(cfgs) == points == len({c.run_id() for c in cfgs})
+
+
+def test_every_point_has_the_run_id_of_its_config_and_repeats_differ(tmp_path):
+    path = spec_file(tmp_path, TINY.replace('cluster = "local"', 'cluster = "local"\nrepeats = 2')
+                     + "[[grid]]\nmethod = ['dsp', 'ring']\nzip = { gpus = [2, 4], sp = [2, 4] }\n")
+    cfgs = expand(load_sweep(str(path)))
+    assert len(cfgs) == 2 * 2 * 2
+    assert [c.repeat for c in cfgs[:2]] == [0, 1]
+    first = RunConfig(method="dsp", model="stdit-tiny", frames=4, spatial=16, gpus=2, sp=2, warmup=0, iters=1)
+    assert cfgs[0].run_id() == first.run_id() != cfgs[1].run_id()
+    assert expand(load_sweep(str(path))) == cfgs          # stable
+
+
+def test_paper_sweeps_hold_the_paper_settings():
+    fig3 = expand(load_sweep("paper_v1_fig3"))
+    assert {(c.frames, c.spatial) for c in fig3} == {(64, 4096), (128, 4096), (256, 4096), (128, 9216)}
+    assert {(c.gpus, c.sp) for c in fig3} == {(2, 2), (4, 4), (8, 8)}
+    assert {(c.model, c.dtype, c.backend, c.mode) for c in fig3} == {("stdit-xl", "bf16", "nccl", "train")}
+    icml = expand(load_sweep("paper_icml_scaling"))
+    assert {c.frames * c.spatial for c in icml} == {2 ** 19, 2 ** 20, 2 ** 21, 2 ** 22}   # 0.5M-4M tokens
+    assert {c.gpus for c in icml} == {8, 16, 32, 64, 128} and all(isinstance(c.sp, int) for c in icml)
+    inference = expand(load_sweep("paper_inference"))
+    assert {(c.frames, c.spatial, c.mode) for c in inference} == {(80, 1024, "sample")}
+    assert {c.gpus for c in inference} == {1, 8}
+
+
+# ---------------------------------------------------------------- plan
+def test_points_a_method_cannot_run_become_unsupported_not_jobs(tmp_path):
+    path = spec_file(tmp_path, TINY + "[[grid]]\nmethod = ['ulysses', 'ring']\nzip = { gpus = [3], sp = [3] }\n")
+    plan = make_plan(load_sweep(str(path)), "slurm", {}, set())
+    assert [c.method for c in plan.todo] == []          # T=4 and S=16 do not divide by 3
+    assert [c.method for c, _ in plan.unsupported] == ["ulysses", "ring"] and plan.jobs == []
+    assert "heads=4 is not divisible by the SP degree 3" in plan.unsupported[0][1]
+
+
+def test_nccl_points_are_unsupported_locally_without_gpus():
+    plan = make_plan(load_sweep("paper_inference"), "local", {}, set())
+    if plan.todo:
+        pytest.skip("this machine has CUDA devices")
+    assert len(plan.unsupported) == 18 and "CUDA devices" in plan.unsupported[0][1]
+
+
+def test_resume_skips_ok_unsupported_failed_and_queued_and_retry_reruns_failures(tmp_path):
+    path = spec_file(tmp_path, TINY + "[[grid]]\nmethod = ['dsp']\nseed = [0, 1, 2, 3, 4]\n")
+    spec = load_sweep(str(path))
+    ids = [c.run_id() for c in expand(spec)]
+    states = {ids[0]: "ok", ids[1]: "unsupported", ids[2]: "timeout"}
+    plan = make_plan(spec, "local", states, in_flight={ids[3]})
+    assert [c.run_id() for c in plan.todo] == [ids[4]]
+    assert plan.skipped["already failed (timeout; --retry-failed reruns)"] == 1
+    retry = make_plan(spec, "local", states, in_flight={ids[3]}, retry_failed=True)
+    assert [c.run_id() for c in retry.todo] == [ids[2], ids[4]]
+
+
+def test_jobs_pack_configs_of_one_shape_and_multi_node_shapes(tmp_path):
+    tiny = TINY.replace("frames = 4", "frames = 32").replace("spatial = 16", "spatial = 32")
+    path = spec_file(tmp_path, tiny.replace('cluster = "local"', 'cluster = "gpu8"\nconfigs_per_job = 2')
+                     + "[[grid]]\nmethod = ['dsp']\nseed = [0, 1, 2]\nzip = { gpus = [4, 32], sp = [4, 32] }\n"
+                     + "[cluster]\nsignal_delay_s = 60\n")
+    plan = make_plan(load_sweep(str(path)), "slurm", {}, set())
+    shapes = [(j.shape.nodes, j.shape.tasks_per_node, len(j.configs)) for j in plan.jobs]
+    assert shapes == [(1, 4, 2), (1, 4, 1), (4, 8, 2), (4, 8, 1)]
+
+
+def test_slurm_plans_reject_what_a_job_cannot_hold(tmp_path):
+    base = TINY.replace('cluster = "local"', 'cluster = "gpu8"').replace("frames = 4", "frames = 12")
+    base += "[[grid]]\nmethod = ['ring']\n"
+    with pytest.raises(SpecError, match="gpus=12 does not fill whole nodes of gpus_per_node=8"):
+        make_plan(load_sweep(str(spec_file(tmp_path, base + "gpus = [12]\nsp = [12]\n"))), "slurm", {}, set())
+    long = base.replace("timeout_s = 60", "timeout_s = 7200") + "gpus = [2]\nsp = [2]\n"
+    with pytest.raises(SpecError, match="timeout_s=7200 .* does not fit in a job"):
+        make_plan(load_sweep(str(spec_file(tmp_path, long))), "slurm", {}, set())
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys):
+    results = tmp_path / "results"
+    assert main(["sweep", "paper_icml_scaling", "--executor", "slurm", "--dry-run", "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "32 points" in out and "to run: 22, unsupported (recorded, not run): 10" in out
+    assert "| 32 | 4 x 8 | 4 | 1 | 64.0 |" in out            # 4 nodes x 8 GPUs x 2 h
+    assert "| total | 33 nodes | 22 | 6 | 528.0 |" in out
+    assert "heads=16 is not divisible by the SP degree 32" in out
+    assert not results.exists()
+
+
+def test_cli_errors_are_reported_with_exit_code_2(tmp_path, capsys):
+    path = spec_file(tmp_path, TINY + "[[grid]]\nbogus = [1]\n")
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    assert f"dspbench sweep: error: {path}: [[grid]] #1: unknown key 'bogus'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- job bookkeeping
+def test_rank_command_maps_every_field_onto_dspbench_run():
+    import argparse
+    cfg = RunConfig(method="ring", gpus=4, sp=2, check=True, grad_ckpt=True, timeout_s=12.5, launcher="env",
+                    inject_fault="hang@1", repeat=3)
+    argv = rank_command(cfg, "r.jsonl")
+    p = argparse.ArgumentParser()
+    add_run_args(p)
+    assert config_from_args(p.parse_args(argv[4:])) == cfg
+
+
+def test_checkpoint_requeues_itself_with_the_configs_not_yet_recorded(tmp_path):
+    from dspbench.harness import build_record
+    from dspbench.launch import Outcome
+    from dspbench.record import append_record
+    cfgs = [RunConfig(method="single", seed=s, launcher="env") for s in range(3)]
+    job = SweepJob(str(tmp_path), [c.to_dict() for c in cfgs], signal_delay_s=60)
+    job._task = Task("7", 0, "127.0.0.1", tmp_path / "records" / "7.jsonl", tmp_path / "logs", False)
+    append_record(job._task.records, build_record(cfgs[1], Outcome("error", "boom")))
+    delayed = job.checkpoint()
+    again = pickle.loads(pickle.dumps(delayed.function))     # what submitit writes for the requeue
+    assert isinstance(again, SweepJob) and again.results == job.results and again.signal_delay_s == 60
+    assert [RunConfig.from_dict(d).seed for d in again.configs] == [0, 2]
