@@ -98,7 +98,8 @@ class SweepJob:
     all_ranks_here: bool = False    # debug executor: this one task starts every rank itself
 
     def __call__(self) -> dict[str, str]:
-        self._task, self._running = task = Task.current(self), None
+        self._task = task = Task.current(self)
+        self._running: Running | None = None
         task.logs.mkdir(parents=True, exist_ok=True)
         requeue = self._trap_signals(task)
         statuses = {}
