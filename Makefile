@@ -11,11 +11,12 @@ PY := $(VENV)/bin/python
 
 .PHONY: venv demo test test-fast bench clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml examples/dsp_overlap/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH_SPEC)
 	DS_BUILD_OPS=0 $(PY) -m pip install -q -e ".[$(EXTRAS)]"
+	$(PY) -m pip install -q -e examples/dsp_overlap
 	touch $@
 
 venv: $(VENV)/.installed

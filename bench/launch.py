@@ -43,6 +43,19 @@ def threads_per_rank(cfg: RunConfig) -> int:
 
 
 # ---------------------------------------------------------------- local
+def rank_context(backend: str = "gloo"):
+    """Start ranks from a clean forkserver, never by forking this process.
+
+    Forking a process that has already run threaded torch work (OpenMP pools) can deadlock the
+    child even when it resets its thread count; a forkserver is a fresh interpreter that imported
+    torch and dspbench once (preload) and forks every rank from there: safe and still fast.
+    CUDA needs the same: a CUDA context does not survive fork.
+    """
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "dspbench.worker", "dspbench.launch"])
+    return ctx
+
+
 def _die_with_parent() -> None:
     """Linux: SIGKILL this child if the launching process dies, so no rank is ever orphaned."""
     try:
@@ -69,7 +82,7 @@ def _child(cfg: RunConfig, rank: int, init_method: str, conn, progress: bool) ->
 
 
 def launch_local(cfg: RunConfig, progress: bool = False) -> Outcome:
-    ctx = mp.get_context("fork" if cfg.backend == "gloo" else "spawn")
+    ctx = rank_context(cfg.backend)
     with tempfile.TemporaryDirectory(prefix="dspbench-run-") as tmp:
         init_method = f"file://{tmp}/rendezvous" if cfg.backend == "gloo" else _tcp_init()
         conns, procs = [], []

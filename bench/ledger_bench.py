@@ -16,7 +16,7 @@ import torch
 from .measure import quantile
 from .methods import build_dims, comm, get_method
 from .methods.ledger import Ledger
-from .models import Shape, build_model, get_config
+from .models import build_model, get_config
 from .spawn import run_ranks
 from .steps import DataStream, make_optimizer, make_step
 from .config import RunConfig

@@ -29,7 +29,9 @@ def check_shape(cfg: ModelConfig, shape: Shape, sp: int) -> tuple[ModelConfig, S
     """The full problem where it fits, else the smallest slice that keeps every sharded dim divisible."""
     if shape.batch * shape.tokens * cfg.hidden * cfg.depth <= FULL_CHECK_BUDGET:
         return cfg, shape
-    small = Shape(1, min(shape.frames, 2 * sp), min(shape.spatial, 4 * sp))
+    # S = 4 sp keeps S sharded N ways; axial3d shards H' or W': S = sp^2 gives H' = W' = sp (token_hw).
+    spatial = 4 * sp if "S" in cfg.seq_dims else sp * sp
+    small = Shape(1, min(shape.frames, 2 * sp), min(shape.spatial, spatial))
     return cfg.with_(depth=min(cfg.depth, 2)), small
 
 

@@ -1,4 +1,4 @@
-"""Run a module-level function on N freshly forked gloo ranks and return every rank's result.
+"""Run a module-level function on N fresh gloo ranks (from a forkserver) and return every rank's result.
 
 For micro-benchmarks and calibration (the harness has its own launcher with heartbeats and a
 record per outcome). Each child sets its torch threads first, joins through a file:// store
@@ -6,7 +6,6 @@ record per outcome). Each child sets its torch threads first, joins through a fi
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import tempfile
 import time
@@ -27,7 +26,8 @@ def _child(fn, args, rank: int, world: int, init_file: str, threads: int, timeou
 
 
 def run_ranks(fn, world: int, *args, threads: int = 1, timeout_s: float = 1800) -> list:
-    ctx = mp.get_context("fork")
+    from .launch import rank_context
+    ctx = rank_context()
     with tempfile.TemporaryDirectory(prefix="dspbench-ranks-") as tmp:
         conns, procs = [], []
         for r in range(world):

@@ -164,7 +164,7 @@ def _rank_bench(cfg: dict) -> dict:
 
 
 def run(world: int = 4, sizes_mib=(4, 16, 64), repeats: int = 9, iters: int = 5, warmup: int = 2,
-        frames: int = 64, hidden: int = 1152, batch: int = 1, start_method: str = "fork",
+        frames: int = 64, hidden: int = 1152, batch: int = 1,
         timeout_s: float = 1800) -> dict:
     """Spawn `world` gloo ranks, benchmark, return rank 0's results (identical on every rank)."""
     if world < 2:
@@ -173,13 +173,11 @@ def run(world: int = 4, sizes_mib=(4, 16, 64), repeats: int = 9, iters: int = 5,
                frames=frames, hidden=hidden, batch=batch, timeout_s=timeout_s)
     for mib in cfg["sizes_mib"]:
         local_shape(mib * 2**20, world, frames, hidden, batch)  # fail early on bad shapes
-    if start_method != "fork":
-        raise ValueError("switch_bench forks its ranks (start_method 'fork')")
     results = run_ranks(_rank_bench, world, cfg, threads=1, timeout_s=timeout_s)
     return {
         "world": world, "backend": "gloo", "device": "cpu", "threads_per_rank": 1,
         "dtype": "float32", "frames": frames, "hidden": hidden, "batch": batch,
-        "repeats": repeats, "iters": iters, "warmup": warmup, "start_method": start_method,
+        "repeats": repeats, "iters": iters, "warmup": warmup,
         "torch": torch.__version__, "cpus": os.cpu_count(),
         "variants": LABELS, "goals": GOALS,
         "timing": "per op: barrier, perf_counter, op (no trailing barrier); per-iteration max over ranks; "
@@ -233,13 +231,12 @@ def main(argv=None) -> dict:
     p.add_argument("--frames", type=int, default=64, help="T, divisible by --world")
     p.add_argument("--hidden", type=int, default=1152, help="C (STDiT-XL: 1152)")
     p.add_argument("--batch", type=int, default=1, help="B")
-    p.add_argument("--start-method", choices=("fork", "spawn", "forkserver"), default="fork")
     p.add_argument("--timeout", type=float, default=1800, help="seconds for the whole run")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
                    help="also write the results as JSON to PATH (stdout when no PATH)")
     a = p.parse_args(argv)
     res = run(a.world, a.sizes_mib, a.repeats, a.iters, a.warmup, a.frames, a.hidden, a.batch,
-              a.start_method, a.timeout)
+              a.timeout)
     print(format_table(res), flush=True)
     if a.json == "-":
         print(json.dumps(res, indent=1))

@@ -16,8 +16,9 @@ SEQ_DIMS = {"T": T_DIM, "S": S_DIM, "H": H_DIM, "W": W_DIM}
 class Dims:
     """A dp x sp mesh, SP innermost (consecutive ranks share an SP group, as within a node).
 
-    `shard` names the sequence dim that embedded methods (ulysses, ring, megatron_sp) shard;
-    DSP decides per stage and ignores it.
+    `shard` names the sequence dim that embedded methods (ulysses, ring, megatron_sp, usp) shard:
+    T or S, or T, H or W for axial3d (their check() rejects a dim the model lacks); DSP decides
+    per stage and ignores it.
     """
     sp: int = 1
     dp: int = 1

@@ -17,7 +17,7 @@ def add_sweep_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--executor", choices=EXECUTORS, default="local",
                    help="local: run here, one configuration after the other; slurm: submit job arrays "
                         "with submitit; debug: the SLURM job code in this process, ranks as local processes")
-    p.add_argument("--results", default=None, help="results directory (default: results/<sweep name>)")
+    p.add_argument("--results", default=None, metavar="DIR", help="results directory (None: results/<sweep name>)")
     p.add_argument("--dry-run", action="store_true", help="print the plan (jobs, nodes, GPU-hours); run nothing")
     p.add_argument("--retry-failed", action="store_true",
                    help="rerun configurations whose record is error/oom/timeout (ok and unsupported are kept)")

@@ -31,7 +31,7 @@ def run_plan(plan: Plan, root: Path) -> dict:
     """Record the manifest and the unsupported points, then run or submit the rest."""
     counts = {"points": len(plan.points), "to_run": len(plan.todo), "unsupported": len(plan.unsupported),
               "skipped": sum(plan.skipped.values())}
-    write_manifest(root, plan.spec.to_dict(), plan.executor, counts)
+    write_manifest(root, plan.spec.to_dict(), plan.executor, counts, [c.run_id() for c in plan.points])
     record_unsupported(plan, root)
     if plan.executor == "local":
         return run_local(plan.todo, root)

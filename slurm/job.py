@@ -262,7 +262,8 @@ def fallback(task: Task, cfg: RunConfig, code: int | None, killed: bool) -> str:
     else:
         status, why = "error", f"rank 0 exited with code {code} without writing a record"
     tail = _tail(task.logs / f"{cfg.run_id()}.r0.log")
-    append_record(task.records, build_record(cfg, Outcome(status, why + (f"; its output ends: {tail}" if tail else ""))))
+    why += f"; its output ends: {tail}" if tail else ""
+    append_record(task.records, build_record(cfg, Outcome(status, why)))
     return status
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from dspbench.record import read_dir, read_records
 
 OK_STATES = ("ok", "unsupported")   # never rerun
+STATUS_ORDER = ("ok", "unsupported", "error", "oom", "timeout")
 
 
 def now() -> str:
@@ -77,12 +78,14 @@ def read_json(path: Path, default):
         return default
 
 
-def write_manifest(root: Path, spec_dict: dict, executor: str, counts: dict) -> None:
+def write_manifest(root: Path, spec_dict: dict, executor: str, counts: dict, run_ids: list[str]) -> None:
+    """The resolved spec, the source tree and when; every submission is kept (resumes append one)."""
     from dspbench.environ import git_state
     path = Path(root) / "manifest.json"
     old = read_json(path, {})
     submission = {"submitted_at": now(), "executor": executor, **git_state(), **counts}
-    write_json(path, {"name": spec_dict["name"], "spec": spec_dict, **git_state(), "submitted_at": submission["submitted_at"],
+    write_json(path, {"name": spec_dict["name"], "spec": spec_dict, **git_state(),
+                      "submitted_at": submission["submitted_at"], "run_ids": run_ids,
                       "submissions": old.get("submissions", []) + [submission]})
 
 
@@ -111,23 +114,13 @@ def in_flight(root: Path) -> dict[str, list[str]]:
 
 # ---------------------------------------------------------------- status
 def status_report(root: Path) -> str:
+    """Counts by status (the record that counts per run_id), what is still queued, what failed and why."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"no results directory {root}")
     best, problems = best_records(root)
     manifest = read_json(root / "manifest.json", {})
-    planned = _planned(manifest)
-    counts = Counter(rec["status"] for rec in best.values())
-    flying = in_flight(root)
-    queued = {rid for rids in flying.values() for rid in rids} - {r for r, rec in best.items() if rec["status"] in OK_STATES}
-    lines = [f"sweep {manifest.get('name', root.name)} ({root}): {len(best)} configurations recorded"
-             + (f" of {planned} planned" if planned else "")]
-    lines += [f"  {s:<12} {counts[s]}" for s in ("ok", "unsupported", "error", "oom", "timeout") if counts[s]]
-    lines += [f"  {s:<12} {n}" for s, n in counts.items() if s not in ("ok", "unsupported", "error", "oom", "timeout")]
-    if planned:
-        lines.append(f"  {'not run yet':<12} {max(planned - len(best), 0)}")
-    if flying:
-        lines.append(f"  queued or running: {len(queued)} configurations in SLURM jobs {', '.join(flying)}")
+    lines = _count_lines(root, manifest, best)
     failing = [r for r in best.values() if r["status"] not in OK_STATES]
     if failing:
         lines += ["", "failing configurations (`dspbench sweep FILE --retry-failed` reruns them):"]
@@ -138,9 +131,21 @@ def status_report(root: Path) -> str:
     return "\n".join(lines)
 
 
-def _planned(manifest: dict) -> int:
-    subs = manifest.get("submissions") or [{}]
-    return int(subs[-1].get("points", 0))
+def _count_lines(root: Path, manifest: dict, best: dict[str, dict]) -> list[str]:
+    planned = set(manifest.get("run_ids", []))
+    counts = Counter(rec["status"] for rec in best.values())
+    lines = [f"sweep {manifest.get('name', root.name)} ({root}): {len(best)} configurations recorded"
+             + (f" ({len(planned & set(best))} of the {len(planned)} planned)" if planned else "")]
+    order = list(STATUS_ORDER) + sorted(set(counts) - set(STATUS_ORDER))
+    lines += [f"  {s:<12} {counts[s]}" for s in order if counts[s]]
+    if planned:
+        lines.append(f"  {'not run yet':<12} {len(planned - set(best))}")
+    flying = in_flight(root)
+    done = {rid for rid, rec in best.items() if rec["status"] in OK_STATES}
+    queued = {rid for rids in flying.values() for rid in rids} - done
+    if flying:
+        lines.append(f"  queued or running: {len(queued)} configurations in SLURM jobs {', '.join(flying)}")
+    return lines
 
 
 def _failure_line(r: dict) -> str:

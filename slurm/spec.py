@@ -174,6 +174,8 @@ def load_sweep(name_or_path: str) -> SweepSpec:
     overrides = _check_table(f"{where}: [cluster]", data.get("cluster", {}), PROFILE_TYPES)
     grids = data.get("grid", [{}])
     grids = [grids] if isinstance(grids, dict) else grids
+    if not isinstance(grids, list):
+        raise SpecError(f"{where}: grid must be [[grid]] tables, got {type(grids).__name__}")
     parsed = [_grid(f"{where}: [[grid]] #{i + 1}", g, fixed) for i, g in enumerate(grids)]
     for key in ("repeats", "configs_per_job"):
         if head.get(key, 1) < 1:

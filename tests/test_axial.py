@@ -4,7 +4,6 @@ The token grid is (B, T, H', W', C) with (H', W') = Shape.token_hw: S = 16 -> 4 
 12 -> 3 x 4, 8 -> 2 x 4. DSP shards T and switches to H, or to W where sp does not divide H.
 """
 import pytest
-import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -48,7 +47,17 @@ def test_dsp_switch_target_and_rejection():
     assert dsp.check(cfg, Shape(1, 4, 8), Dims(sp=4)) is None                    # H=2: switches to W=4
     reason = dsp.check(cfg, Shape(1, 4, 6), Dims(sp=4))                          # H=2, W=3
     assert "token rows H=2" in reason and "token columns W=3" in reason
-    assert "shard=S is not a sequence dim of axial3d" in get_method("ring").check(cfg, Shape(1, 4, 16), Dims(sp=2, shard="S"))
+    reason = get_method("ring").check(cfg, Shape(1, 4, 16), Dims(sp=2, shard="S"))
+    assert "shard=S is not a sequence dim of axial3d" in reason
+
+
+def test_oracle_slice_of_a_large_problem_stays_shardable():
+    from dspbench.oracle import check_shape
+    cfg, shape = check_shape(get_config("axial3d-xl"), Shape(1, 64, 4096), 8)
+    assert shape == Shape(1, 16, 64) and cfg.seq_extents(shape) == {"T": 16, "H": 8, "W": 8}
+    for shard in ("T", "H", "W"):
+        assert get_method("ring").check(cfg, shape, Dims(sp=8, shard=shard)) is None
+    assert get_method("dsp").check(cfg, shape, Dims(sp=8)) is None
 
 
 # ---------------------------------------------------------------- oracle (gloo ranks)

@@ -75,8 +75,11 @@ def test_injected_faults_end_the_run_with_a_status_naming_the_rank(tmp_path, fau
 
 
 def _children() -> list[str]:
-    out = subprocess.run(["pgrep", "-P", str(os.getpid())], capture_output=True, text=True)
-    return out.stdout.split()
+    """Rank processes still alive: the children of our children (ranks come from a forkserver)."""
+    def kids(pid):
+        out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+        return out.stdout.split()
+    return [g for c in kids(os.getpid()) for g in kids(c)]
 
 
 GLOBAL = dict(mode="train", warmup=2, iters=3, seed=3)

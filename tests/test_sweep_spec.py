@@ -10,7 +10,7 @@ from dspbench.cli import main
 from dspbench.commands import add_run_args, config_from_args
 from dspbench.config import RunConfig
 from dspbench.slurm.job import SweepJob, Task, rank_command
-from dspbench.slurm.plan import expand, make_plan, plan_table
+from dspbench.slurm.plan import expand, make_plan
 from dspbench.slurm.spec import SpecError, load_sweep
 
 TINY = """
@@ -85,6 +85,7 @@ def test_cluster_profile_file_is_strict_too(tmp_path):
     ("frames = [8]", "frames is set both in [fixed] and in the grid"),
     ("mode = ['training']", "point (mode=training): mode must be one of"),
     ("seed = [0]\ncheck = [true, false]", "share run_id"),      # check is not part of the run_id
+    ("sp = ['auto']", "sweeps need an explicit SP degree"),
 ])
 def test_inconsistent_grids_are_errors(tmp_path, grid, message):
     path = spec_file(tmp_path, TINY + "[[grid]]\n" + grid + "\n")
