@@ -22,7 +22,9 @@ $(VENV)/.installed: pyproject.toml examples/dsp_overlap/pyproject.toml
 venv: $(VENV)/.installed
 
 demo: venv
-	$(VENV)/bin/dspbench demo
+	$(VENV)/bin/dspbench sweep cpu_smoke --results results/cpu_smoke
+	$(VENV)/bin/dspbench sweep status results/cpu_smoke
+	$(VENV)/bin/dspbench report results/cpu_smoke
 
 test: venv
 	$(PY) -m pytest -q

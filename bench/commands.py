@@ -146,6 +146,14 @@ def _ledger_bench(rest) -> int:
     return main(rest) or 0
 
 
+def _bench_switch(argv) -> int:
+    from .switch_bench import main
+    main(argv)
+    return 0
+
+
+PASSTHROUGH = {"bench-switch": _bench_switch, "bench-ledger": lambda argv: _ledger_bench(argv)}
+
 COMMANDS = {
     "run": ("measure one configuration end to end and append its record", add_run_args, cmd_run),
     "models": ("list the models with their parameter counts", lambda p: None, cmd_models),
