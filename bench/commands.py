@@ -167,7 +167,7 @@ COMMANDS = {
                 cost_cli.add_emulate_args, cost_cli.cmd_emulate),
     "report": ("turn a sweep's records into tables, figures and a report (index.md, index.html)",
                _report_args, _report_run),
-    "bench-ledger": ("benchmark: the ledger's cost on a training step (goal <= 2%)",
+    "bench-ledger": ("benchmark: the ledger's cost on a training step (goal <= 2%%)",
                      lambda p: p.add_argument("rest", nargs=argparse.REMAINDER), lambda a: _ledger_bench(a.rest)),
     "bench-switch": ("micro-benchmark of the DSP switch (all-to-all) against its baselines",
                      lambda p: p.add_argument("rest", nargs=argparse.REMAINDER), cmd_bench_switch),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -98,8 +99,10 @@ def run_config(cfg: RunConfig, records_file: str | os.PathLike | None = None, pr
         outcome = launch_local(cfg, progress)
     else:
         outcome = launch_env(cfg, progress)
-        if outcome.status == "ok" and outcome.metrics is None:
-            return {}   # not rank 0: rank 0 writes the record
+        if os.environ.get("RANK", "0") != "0":   # one record per run: rank 0 writes it
+            if outcome.status != "ok":
+                print(f"dspbench run: {outcome.status}: {outcome.error}", file=sys.stderr)
+            return {}
     rec = build_record(cfg, outcome)
     if records_file is not None:
         append_record(records_file, rec)

@@ -127,13 +127,13 @@ def test_cancelled_and_killed_jobs_resume_to_one_ok_record_each(submit):
 
 
 def test_job_reaching_its_time_limit_requeues_and_completes(submit):
-    """A 2-minute job warned 95 s before its limit: the running configuration finishes, the job requeues
+    """A 2-minute job warned 80 s before its limit: the running configuration finishes, the job requeues
     itself with what is left, and completes; every configuration ends with one ok record.
-    USR2 is due 25 s in, but SLURM may send it earlier or later (sbatch(1): "up to 60 seconds earlier";
-    seen from 10 s early to 20 s late here). One that came before Python took the signal over would
-    kill the job: 25 s keeps clear of that. Eight configurations (~7 s each) outlast a late warning."""
+    slurmctld sends USR2 at a periodic check, early rather than late (sbatch(1): "up to 60 seconds
+    earlier"; 10-15 s early here, more under load). A USR2 before Python takes the signal over would kill
+    the job outright, so it is due 40 s in; eight configurations (~7 s each) outlast it."""
     grid = '[[grid]]\nmethod = ["single"]\nseed = [0, 1, 2, 3, 4, 5, 6, 7]\n'
-    profile = "time_min = 2\nsignal_delay_s = 95\nmax_requeues = 6\n"
+    profile = "time_min = 2\nsignal_delay_s = 80\nmax_requeues = 8\n"
     root, ids = submit("time_limit", grid, timeout=60, cluster=profile)
     assert len(ids) == 1
     assert _wait_sacct_terminal(ids[0], timeout=400) == "COMPLETED"
