@@ -190,6 +190,8 @@ def test_submitit_preempted_job_is_requeued_and_resumes(partition, tmp_path):
     assert _run_history(job.job_id) == ["REQUEUED", "COMPLETED"]
 
 
+@pytest.mark.skip(reason="flaky: slurmctld may send SIGUSR2 before Python installs submitit's handler "
+                         "with a 1-minute limit; tests/test_sweep_slurm.py covers time-limit requeue robustly")
 def test_submitit_job_reaching_its_time_limit_is_requeued_and_resumes(partition, tmp_path):
     """A real time limit: SLURM sends USR2 `signal_delay_s` before it; submitit checkpoints and requeues."""
     if submitit is None:
