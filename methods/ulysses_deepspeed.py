@@ -2,7 +2,7 @@
 
 The algorithm, layout and traffic of `ulysses` (4 all-to-alls per attention over the sharded dim,
 each moving one shard of q, k, v or the output), but DeepSpeed's code does the head/sequence
-switch and issues the collectives through `deepspeed.comm`. `comm.record_external_all_to_all`,
+switch and issues the collectives through `deepspeed.comm`. `comm_external.record_external_all_to_all`,
 entered once per process, puts them in the ledger with the tags of `ulysses`, so the formula
 check holds exactly as for our own methods. DeepSpeed is imported, and its comm set up on top of
 our process group, lazily in `parallelize` (importing it costs seconds; on the CPU accelerator
@@ -18,7 +18,7 @@ import os
 
 from torch import nn
 
-from . import comm
+from . import comm, comm_external
 from .common import attentions, heads_divisible, shard_divisible, shard_sequence
 from .spec import MethodSpec
 from .ulysses import H_DIM, L_DIM, _forward_ops
@@ -49,7 +49,7 @@ def has_deepspeed() -> bool:
     return importlib.util.find_spec("deepspeed") is not None
 
 
-_RECORDER: comm.record_external_all_to_all | None = None
+_RECORDER: comm_external.record_external_all_to_all | None = None
 
 
 def init_deepspeed() -> None:
@@ -71,7 +71,7 @@ def init_deepspeed() -> None:
         if not comm.is_initialized():
             raise RuntimeError(f"{NAME} needs an initialised process group (comm.init) before parallelize")
         deepspeed.init_distributed(dist_backend=comm.backend_name(), verbose=False)
-    recorder = comm.record_external_all_to_all(ds_comm, _tag)
+    recorder = comm_external.record_external_all_to_all(ds_comm, _tag)
     recorder.__enter__()   # kept for the process: DeepSpeed's backward calls in from the autograd engine
     _RECORDER = recorder
 

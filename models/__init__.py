@@ -1,4 +1,4 @@
-"""Single-device spatial-temporal DiTs. Never imports torch.distributed, methods or bench."""
+"""Single-device spatial-temporal DiTs. No distributed code here, and no import of dspbench.methods or the harness."""
 from .config import MODELS, ModelConfig, Shape, get_config
 from .axial import H_DIM, W_DIM, AxialDiT
 from .dit import S_DIM, T_DIM, SpatialTemporalDiT

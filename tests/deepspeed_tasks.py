@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from dspbench.methods import comm
+from dspbench.methods import comm, comm_external
 from dspbench.methods.ledger import Ledger
 from dspbench.methods.ulysses import UlyssesAttention
 from dspbench.models.layers import LocalAttention
@@ -44,7 +44,7 @@ def attention_case(shape: tuple, seed: int = 0) -> dict:
 
     ours = _run(UlyssesAttention(LocalAttention(), group), q, k, v, g, lambda a, *t: a(*t))
     before = ds_comm.all_to_all_single
-    with comm.record_external_all_to_all(ds_comm, tag_for=lambda: "deepspeed"):
+    with comm_external.record_external_all_to_all(ds_comm, tag_for=lambda: "deepspeed"):
         raw = _run(DistributedAttention(LocalAttention(), group, scatter_idx=2, gather_idx=1),
                    q, k, v, g, lambda a, *t: a(*t, 0))
     method = _run(DeepSpeedUlyssesAttention(LocalAttention(), group), q, k, v, g, lambda a, *t: a(*t))
