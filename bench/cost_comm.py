@@ -46,11 +46,6 @@ def op_time(link: Link, op: str, payload: int, n: int) -> float:
     return link.alpha(op) * steps(op, n) + wire_bytes(op, payload, n) / link.busbw(op)
 
 
-def _size(o, dims: Dims) -> int:
-    """Ranks of one call: a sub-group's (Op.ranks, e.g. USP's) or the whole SP/DP group's."""
-    return getattr(o, "ranks", 0) or (dims.sp if o.group == "sp" else dims.dp)
-
-
 def plan_times(profile: Profile, plan, dims: Dims) -> dict[str, float]:
     """{'tag/op.phase': seconds per step} for a method's plan [(phase, Op)] (methods/spec.py).
 
@@ -58,7 +53,7 @@ def plan_times(profile: Profile, plan, dims: Dims) -> dict[str, float]:
     fit in a node while its SP group does not)."""
     out: dict[str, float] = defaultdict(float)
     for phase, o in plan:
-        n = _size(o, dims)
+        n = o.group_size(dims)   # a sub-group's (USP's) or the whole SP/DP group's
         if o.count and n > 1:
             out[key(o.op, phase, o.tag)] += o.count * op_time(group_link(profile, dims, o.group), o.op, o.payload, n)
     return dict(out)
@@ -68,7 +63,7 @@ def plan_wire(plan, dims: Dims) -> dict[str, float]:
     """{'op.phase': wire bytes per rank per step}, as the record's `comm` field."""
     out: dict[str, int] = defaultdict(int)
     for phase, o in plan:
-        n = _size(o, dims)
+        n = o.group_size(dims)   # a sub-group's (USP's) or the whole SP/DP group's
         if o.count and n > 1:
             out[key(o.op, phase)] += o.count * wire_bytes(o.op, o.payload, n)
     return dict(out)

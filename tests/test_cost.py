@@ -52,7 +52,7 @@ def test_sp_group_spanning_nodes_pays_inter_node_link():
 
 def test_predicted_comm_bytes_equal_the_method_formulas():
     prof = load_profile("h800-nvlink")
-    for m in ("dsp", "ulysses", "ring", "megatron_sp"):
+    for m in ("dsp", "ulysses", "ring", "megatron_sp", "usp"):     # usp: 2 x 2 sub-groups of SP 4
         cfg = RunConfig(method=m, model="stdit-tiny", frames=16, spatial=64, gpus=8, sp=4)
         spec, mcfg = get_method(m), get_config("stdit-tiny")
         formula = untag(spec.comm_bytes(mcfg, Shape(1, 16, 64), Dims(sp=4, dp=2), "fp32", "train"))

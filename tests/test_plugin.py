@@ -128,3 +128,26 @@ def test_each_chunk_is_one_ledger_event(spatial, chunks):
     assert led.counts()["switch/all_to_all.fwd"] == 2 * chunks * cfg.depth
     plan = get_method(NAME).plan(cfg, shape, dims, mode="infer")
     assert [o.count for _, o in plan if o.tag == "switch"] == [2 * chunks * cfg.depth]
+
+
+# ---------------------------------------------------------------- a sweep and a report with the plugin next to DSP
+@needs_plugin
+@pytest.mark.gloo
+def test_shipped_sweep_runs_the_plugin_next_to_dsp_and_the_report_shows_it(tmp_path):
+    from dspbench.cli import main
+    from dspbench.record import read_dir
+    out = tmp_path / "plugin_vs_dsp"
+    assert main(["sweep", "plugin_vs_dsp", "--results", str(out)]) == 0
+    recs, problems = read_dir(out / "records")
+    assert problems == []
+    assert sorted((r["method"], r["gpus"]) for r in recs) == sorted(
+        (m, n) for m in ("dsp", NAME, "ulysses") for n in (2, 4))
+    for r in recs:
+        assert r["status"] == "ok", r.get("error")
+        assert r["oracle_max_abs_err"]["output"] < 1e-5        # checked against the single-device oracle
+    ours = {r["gpus"]: r for r in recs if r["method"] == NAME}
+    dsp = {r["gpus"]: r for r in recs if r["method"] == "dsp"}
+    for n in (2, 4):                                         # chunking moves the same bytes in more calls
+        assert ours[n]["comm_wire_bytes"] == dsp[n]["comm_wire_bytes"]
+    assert main(["report", str(out)]) == 0
+    assert NAME in (out / "report" / "index.md").read_text(), "the report names the plugged-in method"
