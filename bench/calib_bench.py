@@ -68,7 +68,42 @@ def bench_collectives(ops, sizes, iters: int, warmup: int, device) -> list[dict]
     return rows
 
 
-def bench_compute(model_name: str, batch: int, frames: int, spatial: int, dtype: str, iters: int, device) -> dict:
+def bench_overlap(size: int, iters: int, device) -> dict:
+    """How much of a p2p ring hop hides under computation started after it (as ring attention does).
+
+    Times the hop alone, a matmul chain of about the same duration alone, and the hop started
+    before the chain and waited for after it. fraction = (comm + compute - both) / min(comm,
+    compute), clamped to [0, 1]: 1 = the shorter one is fully hidden, 0 = they serialise."""
+    n = comm.world_size()
+    el = max(n, size // 4)
+    ring, t = comm.RingExchange(None), torch.ones(el, dtype=torch.float32, device=device)
+    a = torch.randn(256, 256, device=device)
+    hop = lambda: ring.start([t], "calibrate").wait()
+    comm_s = _timed(hop, iters, 1)
+    k = [1]
+
+    def chain():
+        for _ in range(k[0]):
+            a @ a
+
+    for _ in range(2):                                   # size the chain to the hop, twice (timer warm-up)
+        est = torch.tensor([max(1, round(k[0] * comm_s / max(_timed(chain, 3, 1), 1e-9)))])
+        k[0] = int(comm.all_reduce_max_(est, None)[0])   # the same chain length on every rank
+
+    def both():
+        pending = ring.start([t], "calibrate")
+        chain()
+        pending.wait()
+
+    comp_s = _timed(chain, iters, 1)
+    both_s = _timed(both, iters, 1)
+    frac = (comm_s + comp_s - both_s) / min(comm_s, comp_s)
+    return {"size": el * 4, "comm_s": comm_s, "compute_s": comp_s, "both_s": both_s,
+            "fraction": min(1.0, max(0.0, frac))}
+
+
+def bench_compute(model_name: str, batch: int, frames: int, spatial: int, dtype: str, iters: int, device,
+                  depth: int = 0) -> dict:
     """Forward+backward of the model on this rank's shard (B, T/sp, S), all ranks at once, and an
     AdamW step: achievable FLOP/s (analytic FLOPs / time) and optimizer bytes/s."""
     from .cost_model import OPT_BYTES
@@ -77,6 +112,7 @@ def bench_compute(model_name: str, batch: int, frames: int, spatial: int, dtype:
     from .oracle import mse
     from .steps import TORCH_DTYPES, make_optimizer
     cfg = get_config(model_name)
+    cfg = cfg.with_(depth=depth) if depth else cfg
     shape = Shape(batch, frames, spatial)
     torch.manual_seed(0)
     model = build_model(cfg).to(device=device, dtype=TORCH_DTYPES[dtype])
@@ -91,20 +127,25 @@ def bench_compute(model_name: str, batch: int, frames: int, spatial: int, dtype:
     opt_s = _timed(opt.step, iters, 1)
     flops = 3 * flops_per_sample(cfg, Shape(1, frames, spatial)) * batch
     params = param_count(cfg)
-    return {"model": model_name, "shape": [batch, frames, spatial], "dtype": dtype, "fwd_bwd_s": step_s,
+    return {"model": model_name, "depth": cfg.depth, "shape": [batch, frames, spatial], "dtype": dtype, "fwd_bwd_s": step_s,
             "flops": flops, "flops_per_s": flops / step_s, "optimizer_s": opt_s, "params": params,
             "optimizer_Bps": params * OPT_BYTES[dtype] / opt_s}
 
 
 def calibrate_rank(opts: dict) -> dict | None:
-    """Every rank: collectives, then compute; rank 0 returns {'collectives': rows, 'compute': ...}."""
+    """Every rank: collectives (with the ring-overlap probe when p2p is among them), then compute;
+    rank 0 returns {'collectives': rows, 'overlap': ... or None, 'compute': ...}."""
     device = torch.device("cpu") if opts["backend"] == "gloo" else torch.device("cuda", torch.cuda.current_device())
-    rows = bench_collectives(opts["ops"], opts["sizes"], opts["iters"], opts["warmup"], device)
+    ops = opts["ops"] if comm.world_size() > 1 else []      # one rank: nothing to measure between ranks
+    rows = bench_collectives(ops, opts["sizes"], opts["iters"], opts["warmup"], device)
+    overlap = None
+    if "send_recv" in ops and opts["sizes"]:
+        overlap = bench_overlap(max(opts["sizes"]), opts["iters"], device)
     sp = opts["sp"] or comm.world_size()
     compute = bench_compute(opts["model"], opts["batch"], max(1, opts["frames"] // sp), opts["spatial"],
-                            opts["dtype"], opts["compute_iters"], device)
+                            opts["dtype"], opts["compute_iters"], device, opts.get("depth", 0))
     facts = comm.all_gather_object({"compute": compute})
     if comm.world_rank() != 0:
         return None
     slowest = min(facts, key=lambda f: f["compute"]["flops_per_s"])["compute"]
-    return {"collectives": rows, "compute": slowest, "world": comm.world_size()}
+    return {"collectives": rows, "overlap": overlap, "compute": slowest, "world": comm.world_size()}

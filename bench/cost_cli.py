@@ -44,8 +44,13 @@ def add_calibrate_args(p: argparse.ArgumentParser) -> None:
     m.add_argument("--sp", type=int, default=0, help="shard T by this degree for the compute shape (0: --gpus)")
     m.add_argument("--dtype", choices=DTYPES, default="fp32")
     m.add_argument("--compute-iters", type=int, default=3)
+    m.add_argument("--depth", type=int, default=0,
+                   help="blocks in the benchmarked model (0: the model's; 1: one block, e.g. STDiT-XL at paper "
+                        "shapes on one GPU); FLOP/s is per analytic FLOP of that depth")
     o = p.add_argument_group("output")
     o.add_argument("--name", default="calibrated", help="profile name")
+    o.add_argument("--base", default=None,
+                   help="datasheet profile the measured values replace (needed with one rank: no collectives)")
     o.add_argument("--output", default=None, help="profile TOML path (default results/profiles/<name>.toml)")
     o.add_argument("--json", action="store_true", help="print the measurements as JSON")
 
@@ -57,10 +62,12 @@ def cmd_calibrate(args) -> int:
 
 def add_emulate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ranks", type=int, default=4, help="ranks, one network namespace each")
-    p.add_argument("--rate", default="200mbit", help="tc tbf rate of every link (both directions)")
+    p.add_argument("--rate", default=None,
+                   help="tc tbf rate of every link, both directions (default: per setting, comm 50mbit, compute 1gbit)")
     p.add_argument("--subnet", default="10.77.0", help="first three octets of the /24 inside the namespaces")
-    p.add_argument("--repeats", type=int, default=3, help="launches per method and setting (interleaved)")
-    p.add_argument("--settings", default="comm,compute", help="comma-separated: comm (comm-bound), compute")
+    p.add_argument("--repeats", type=int, default=5,
+                   help="rounds per setting: compute re-measured, then every method once (rotated order)")
+    p.add_argument("--settings", default="comm,compute", help="comma-separated: comm (comm-bound), compute, smoke (seconds, for tests)")
     p.add_argument("--methods", default="dsp,ulysses,ring,megatron_sp", help="comma-separated methods")
     p.add_argument("--out", default="results/emulated", help="records, profile and table go here")
     p.add_argument("--check-only", action="store_true", help="only test that namespaces can be made, then exit")

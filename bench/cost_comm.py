@@ -5,7 +5,8 @@ For one call of collective `op` with nccl-tests size S in a group of n ranks on 
     t = alpha_L(op) * steps(op, n) + wire_bytes(op, S, n) / busbw_L(op)
 
 `wire_bytes` is the ledger's (methods/ledger.py: S * BUS_FACTOR), so busbw is exactly the
-nccl-tests bus bandwidth a calibration measures. steps: n-1 for ring-style all-gather,
+nccl-tests bus bandwidth a calibration measures. A calibrated profile measured with n ranks also
+holds each op's time by size; for groups of n ranks that table is interpolated instead. steps: n-1 for ring-style all-gather,
 reduce-scatter and pairwise all-to-all, 2(n-1) for ring all-reduce, 1 for a p2p hop.
 
 Level: ranks are a dp x sp mesh with SP innermost (methods/dims.py), placed node by node. The SP
@@ -42,7 +43,11 @@ def wire_bytes(op: str, payload: float, n: int) -> float:
 
 
 def op_time(link: Link, op: str, payload: int, n: int) -> float:
-    """Seconds of one call (n > 1): alpha-beta on the ledger's wire bytes."""
+    """Seconds of one call (n > 1): the calibration table where it was measured with n ranks,
+    else alpha-beta on the ledger's wire bytes."""
+    measured = link.measured_time(op, payload, n)
+    if measured is not None:
+        return measured
     return link.alpha(op) * steps(op, n) + wire_bytes(op, payload, n) / link.busbw(op)
 
 

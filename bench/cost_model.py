@@ -9,8 +9,8 @@
   rank's 1/sp of the micro-batch, at the profile's achievable FLOP/s for the dtype.
 - optimizer (train): AdamW is a memory-bound pass over this rank's optimizer share
   (OPT_BYTES per parameter at the profile's optimizer rate).
-- overlap: none, except ring attention's K/V hops under its own attention when the profile says
-  so (hidden = min(ring comm, attention-core compute over the sharded dim)). All-to-all,
+- overlap: none, except ring attention's K/V hops under its own attention, by the profile's
+  fraction f (hidden = f x min(ring comm, attention-core compute over the sharded dim)). All-to-all,
   all-gather and reduce-scatter sit on the critical path of the next operator, and the gradient
   all-reduces run after the backward (as bench/steps.py does; ZeRO/DDP bucketing would hide part).
 """
@@ -84,5 +84,5 @@ def predict(cfg: RunConfig, profile: Profile, zero: int = 0) -> Prediction:
     hidden = 0.0
     ring = sum(v for k, v in comm_s.items() if k.startswith("ring_"))
     if profile.ring_overlap and ring:
-        hidden = min(ring, _attn_core_flops(mcfg, shape, cfg.shard) * factor / sp / rate)
+        hidden = profile.ring_overlap * min(ring, _attn_core_flops(mcfg, shape, cfg.shard) * factor / sp / rate)
     return Prediction(comm_s, wire, compute, optimizer, hidden, mem, profile.usable_bytes)

@@ -1,9 +1,11 @@
 """`dspbench emulate`: validate the cost model on an emulated cluster (bench/netns.py).
 
-Per setting: calibrate in the cluster (collectives + compute at the setting's shard, same launch
-conditions as the runs), predict every method from that profile, then measure every method with
-`dspbench run --launcher env`, one rank per namespace, launches interleaved over methods and
-repeated. Reports measured vs predicted step time and the ratio baseline / DSP both ways.
+Per setting (its own link rate): calibrate in the cluster (collectives, the ring-overlap probe,
+compute at the setting's shard, same launch conditions as the runs); then rounds: re-measure
+compute (a shared machine drifts), predict every method from the link fit and that compute, and
+measure every method with `dspbench run --launcher env`, one rank per namespace, in rotated
+order. Reports medians of measured vs predicted step time, and of the per-round ratio
+baseline / DSP both ways (a round's ratios share its machine state).
 Where namespaces cannot be made it says why and exits 0 without touching anything.
 """
 from __future__ import annotations
@@ -18,11 +20,13 @@ from pathlib import Path
 from .config import RunConfig
 from .record import RESULT_CLOSE, RESULT_OPEN, append_record
 
-# World 4, tiny model, fp32 training. comm: a long thin sequence (activation bytes dominate);
-# compute: long frames (spatial attention FLOPs per token grow with S, bytes per token do not).
+# World 4, tiny model, fp32 training, each setting on its own link rate. comm: a long thin sequence on
+# a slow link (activation bytes dominate); compute: long frames on a faster link (spatial attention
+# FLOPs per token grow with S, bytes per token do not).
 SETTINGS = {
-    "comm": dict(model="stdit-tiny", frames=16, spatial=256, calib_sizes="256K,1M,4M"),
-    "compute": dict(model="stdit-tiny", frames=8, spatial=1024, calib_sizes="256K,1M,4M"),
+    "comm": dict(model="stdit-tiny", frames=16, spatial=256, rate="50mbit", calib_sizes="128K,256K,512K,1M,2M,4M"),
+    "compute": dict(model="stdit-tiny", frames=8, spatial=1024, rate="1gbit", calib_sizes="128K,256K,512K,1M,2M,4M"),
+    "smoke": dict(model="stdit-tiny", frames=4, spatial=64, rate="1gbit", calib_sizes="64K,256K"),  # tests
 }
 PORT = [29600]
 
@@ -52,15 +56,19 @@ def _result(stdout: str) -> dict | None:
     return None
 
 
-def calibrate(cluster, name: str, s: dict, out: Path) -> Path:
+def calibrate(cluster, name: str, s: dict, out: Path, compute_only: bool = False) -> Path | dict:
+    """The setting's profile (collectives, ring overlap, compute), or with compute_only this
+    moment's compute measurement (same shard, all ranks at once) as a dict."""
     path = out / f"{name}.toml"
     argv = ["calibrate", "--launcher", "env", "--gpus", str(cluster.ranks), "--gpus-per-node", "1",
-            "--sizes", s["calib_sizes"], "--iters", "3", "--model", s["model"], "--frames", str(s["frames"]),
+            "--sizes", s["calib_sizes"], "--iters", "5", "--model", s["model"], "--frames", str(s["frames"]),
             "--spatial", str(s["spatial"]), "--sp", str(cluster.ranks), "--threads", "1",
-            "--name", name, "--output", str(path)]
+            "--name", name, "--output", str(path)] + (["--ops", ""] if compute_only else [])
     res = run_ranks(cluster, argv)
-    if res[0].returncode or not path.is_file():
+    if res[0].returncode or not (compute_only or path.is_file()):
         raise RuntimeError(f"calibration failed: {res[0].stderr[-2000:]}")
+    if compute_only:
+        return json.loads(res[0].stdout.strip().splitlines()[-1])
     print(res[0].stdout, flush=True)
     return path
 
@@ -77,54 +85,81 @@ def measure(cluster, cfg: RunConfig, records: Path) -> dict:
     return rec
 
 
-def validate(cluster, args, out: Path) -> list[dict]:
-    from .hardware import load_profile
+def predict_round(profile, compute: dict, rows: list[dict], out: Path, rep: int) -> None:
+    """Predict every method from the setting's link fit and this round's compute measurement."""
     from .predict import predicted_record
+    prof = replace(profile, flops_per_s={compute["dtype"]: compute["flops_per_s"]},
+                   optimizer_Bps=compute["optimizer_Bps"])
+    for row in rows:
+        rec = predicted_record(replace(row["cfg"], method=row["method"], repeat=rep), prof)
+        append_record(out / "predicted.jsonl", rec)
+        row["predicted"].append(rec["step_time_median_s"])
+        row["pred_compute"].append(rec["predicted_compute_time_s"])
+        row["pred_comm_s"], row["comm_MiB"] = rec["predicted_comm_time_s"], rec["comm_wire_bytes"] / 2**20
+
+
+def validate_setting(name: str, s: dict, args, out: Path) -> list[dict]:
+    """One setting on its own cluster: calibrate, then rounds of (compute, every method, rotated)."""
+    from .hardware import load_profile
+    from .netns import Cluster
     methods = [m for m in args.methods.split(",") if m]
-    rows = []
-    for name in [s for s in args.settings.split(",") if s]:
-        s = SETTINGS[name]
+    base = RunConfig(model=s["model"], frames=s["frames"], spatial=s["spatial"], gpus=args.ranks,
+                     sp=args.ranks, launcher="env", warmup=1, iters=3)
+    rows = [{"setting": name, "rate": args.rate or s["rate"], "method": m, "cfg": base, "predicted": [],
+             "pred_compute": [], "measured": []} for m in methods]
+    with Cluster(args.ranks, args.rate or s["rate"], args.subnet) as cluster:
         profile = load_profile(str(calibrate(cluster, f"emu-{name}", s, out)))
-        base = RunConfig(model=s["model"], frames=s["frames"], spatial=s["spatial"], gpus=cluster.ranks,
-                         sp=cluster.ranks, launcher="env", warmup=1, iters=3)
-        for m in methods:
-            rec = predicted_record(replace(base, method=m), profile)
-            append_record(out / "predicted.jsonl", rec)
-            rows.append({"setting": name, "method": m, "predicted_s": rec["step_time_median_s"],
-                         "pred_comm_s": rec["predicted_comm_time_s"], "pred_compute_s": rec["predicted_compute_time_s"],
-                         "comm_MiB": rec["comm_wire_bytes"] / 2**20, "measured": [], "cfg": base})
-    for rep in range(args.repeats):   # interleaved: every method once per round, order rotated
-        order = rows[rep % len(rows):] + rows[:rep % len(rows)]
-        for row in order:
-            cfg = replace(row["cfg"], method=row["method"], repeat=rep)
-            rec = measure(cluster, cfg, out / "measured.jsonl")
-            row["measured"].append(rec["step_time_median_s"] if rec["status"] == "ok" else None)
-            print(f"  {row['setting']:<8} {row['method']:<12} rep {rep}: {rec['status']} "
-                  f"{rec['step_time_median_s'] or 0:.3f} s (predicted {row['predicted_s']:.3f} s)", flush=True)
+        for rep in range(args.repeats):
+            predict_round(profile, calibrate(cluster, f"emu-{name}", s, out, compute_only=True), rows, out, rep)
+            for row in rows[rep % len(rows):] + rows[:rep % len(rows)]:
+                rec = measure(cluster, replace(base, method=row["method"], repeat=rep), out / "measured.jsonl")
+                row["measured"].append(rec["step_time_median_s"] if rec["status"] == "ok" else None)
+                print(f"  {name:<8} {row['method']:<12} round {rep}: {rec['status']} "
+                      f"{rec['step_time_median_s'] or 0:.3f} s (predicted {row['predicted'][-1]:.3f} s)", flush=True)
+    return rows
+
+
+def _ratios(row: dict, dsp: dict, key: str) -> list[float]:
+    """Per-round baseline/DSP ratios: both from the same round, so slow drift of the machine cancels."""
+    return [a / b for a, b in zip(row[key], dsp[key]) if a and b]
+
+
+def summarise(rows: list[dict]) -> list[dict]:
+    med = lambda xs: statistics.median(xs) if xs else float("nan")
+    for r in rows:
+        dsp = next(x for x in rows if x["setting"] == r["setting"] and x["method"] == "dsp")
+        ok = [x for x in r["measured"] if x]
+        r.update(pred_med=med(r["predicted"]), meas_med=med(ok), meas_min=min(ok, default=float("nan")),
+                 meas_max=max(ok, default=float("nan")), compute_med=med(r["pred_compute"]),
+                 ratio_pred=med(_ratios(r, dsp, "predicted")), ratio_meas=med(_ratios(r, dsp, "measured")))
+        r["ratio_err"] = r["ratio_pred"] / r["ratio_meas"] - 1
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| setting | method | comm MiB/rank/step | predicted step (s) (compute + comm) | measured step (s) mean [min-max] | "
-             "pred/meas | baseline/DSP predicted | baseline/DSP measured | ratio error |", "|" + "---|" * 9]
-    for r in rows:
-        ok = [x for x in r["measured"] if x]
-        r["measured_mean"] = statistics.mean(ok) if ok else None
-    for r in rows:
-        dsp = next(x for x in rows if x["setting"] == r["setting"] and x["method"] == "dsp")
-        m = r["measured_mean"]
-        rp = r["predicted_s"] / dsp["predicted_s"]
-        rm = m / dsp["measured_mean"] if m and dsp["measured_mean"] else None
-        spread = f"[{min(x for x in r['measured'] if x):.3f}-{max(x for x in r['measured'] if x):.3f}]" if m else ""
-        lines.append(f"| {r['setting']} | {r['method']} | {r['comm_MiB']:.1f} | {r['predicted_s']:.3f} "
-                     f"({r['pred_compute_s']:.3f} + {r['pred_comm_s']:.3f}) | {m or float('nan'):.3f} {spread} | "
-                     f"{r['predicted_s'] / m if m else float('nan'):.2f} | {rp:.2f} | "
-                     f"{rm if rm else float('nan'):.2f} | {(rp / rm - 1) * 100 if rm else float('nan'):+.0f}% |")
+    lines = ["| setting (link) | method | comm MiB/rank/step | predicted step (s) (compute + comm) | "
+             "measured step (s) median [min-max] | pred/meas | baseline/DSP predicted | baseline/DSP measured | "
+             "ratio error |", "|" + "---|" * 9]
+    for r in summarise(rows):
+        err = "-" if r["method"] == "dsp" else f"{r['ratio_err'] * 100:+.0f}%"
+        lines.append(f"| {r['setting']} ({r['rate']}) | {r['method']} | {r['comm_MiB']:.1f} | {r['pred_med']:.3f} "
+                     f"({r['compute_med']:.3f} + {r['pred_comm_s']:.3f}) | {r['meas_med']:.3f} "
+                     f"[{r['meas_min']:.3f}-{r['meas_max']:.3f}] | {r['pred_med'] / r['meas_med']:.2f} | "
+                     f"{r['ratio_pred']:.2f} | {r['ratio_meas']:.2f} | {err} |")
     return "\n".join(lines)
 
 
+def verdict(rows: list[dict], tol: float = 0.15) -> str:
+    base = [r for r in rows if r["method"] != "dsp"]
+    within = [r for r in base if abs(r["ratio_err"]) <= tol]
+    seen = [r for r in base if r["ratio_pred"] > 1 + tol and r["ratio_meas"] > 1]
+    return (f"Ratios baseline/DSP within {tol:.0%} of the prediction: {len(within)} of {len(base)}. "
+            f"Where the model predicts DSP ahead by more than {tol:.0%} ({sum(r['ratio_pred'] > 1 + tol for r in base)} "
+            f"points), DSP is measured ahead at {len(seen)}.")
+
+
 def cmd_emulate(args) -> int:
-    from .netns import Cluster, netns_unavailable
+    from .netns import netns_unavailable
     reason = "--no-netns given (simulated: no network namespaces)" if args.no_netns else netns_unavailable()
     if reason:
         print(f"dspbench emulate: cannot build the emulated cluster here: {reason}. "
@@ -135,9 +170,9 @@ def cmd_emulate(args) -> int:
         return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    with Cluster(args.ranks, args.rate, args.subnet) as cluster:
-        rows = validate(cluster, args, out)
-    text = f"Emulated cluster: {args.ranks} ranks, tbf {args.rate} per link, gloo.\n\n" + table(rows) + "\n"
+    rows = [r for name in args.settings.split(",") if name for r in validate_setting(name, SETTINGS[name], args, out)]
+    text = (f"Emulated cluster: {args.ranks} ranks, one network namespace each, tbf per link, gloo; "
+            f"{args.repeats} rounds, medians.\n\n{table(rows)}\n\n{verdict(rows)}\n")
     (out / "validation.md").write_text(text)
     print(text)
     return 0

@@ -6,8 +6,10 @@ Schema (all optional but `name`; see bench/profiles/h100-ib.toml):
 - [compute] peak_flops {dtype: FLOP/s} x efficiency, or flops_per_s {dtype: FLOP/s} (measured,
   wins); optimizer_Bps (measured bytes/s of the optimizer pass; else HBM bandwidth x 0.8)
 - [link.intra], [link.inter]: alpha_s and bw_GBps x efficiency for every op, or per op
-  alpha_s_op {op: s} and busbw_GBps {op: GB/s} (measured, win)
-- [overlap] ring: whether ring attention hides its K/V hops under the block's attention
+  alpha_s_op {op: s} and busbw_GBps {op: GB/s} (measured, win); a calibrated level may also hold
+  time_s_op {op: [[size, s], ...]} measured with `ranks` ranks, which wins for groups of that size
+- [overlap] ring: the fraction (0..1; true = 1) of ring attention's K/V hops that hides under the
+  block's attention (a calibration measures it: bench/calib_bench.py bench_overlap)
 - [sources] {"dotted.key": "where the number comes from"}
 """
 from __future__ import annotations
@@ -29,6 +31,21 @@ class Link:
     efficiency: float = 1.0
     alpha_s_op: dict = field(default_factory=dict)
     busbw_GBps: dict = field(default_factory=dict)
+    time_s_op: dict = field(default_factory=dict)    # {op: [[size, seconds], ...]} measured at `ranks`
+    ranks: int = 0
+
+    def measured_time(self, op: str, size: float, n: int) -> float | None:
+        """Seconds of one call from the calibration table (same group size only), else None.
+
+        Piecewise linear in size between measured points, the end segments' slopes outside
+        them: a collective's efficiency depends on its size (TCP, protocol switches), which one
+        alpha-beta line over all sizes cannot follow."""
+        pts = sorted(self.time_s_op.get(op, ()))
+        if n != self.ranks or len(pts) < 2:
+            return None
+        i = next((k for k in range(1, len(pts) - 1) if size <= pts[k][0]), len(pts) - 1)
+        (s0, t0), (s1, t1) = pts[i - 1], pts[i]
+        return max(t0 + (size - s0) * (t1 - t0) / (s1 - s0), 0.0) if s1 != s0 else t1
 
     def alpha(self, op: str) -> float:
         return self.alpha_s_op.get(op, self.alpha_s)
@@ -53,7 +70,7 @@ class Profile:
     optimizer_Bps: float | None = None
     intra: Link = field(default_factory=Link)
     inter: Link = field(default_factory=Link)
-    ring_overlap: bool = False
+    ring_overlap: float = 0.0     # fraction of the ring's hops hidden under its attention
     kind: str = "datasheet"
     sources: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict, compare=False, repr=False)
@@ -81,7 +98,9 @@ def available_profiles() -> list[str]:
 def _link(d: dict) -> Link:
     return Link(alpha_s=float(d.get("alpha_s", 10e-6)), bw_GBps=float(d.get("bw_GBps", 10.0)),
                 efficiency=float(d.get("efficiency", 1.0)), alpha_s_op=dict(d.get("alpha_s_op", {})),
-                busbw_GBps=dict(d.get("busbw_GBps", {})))
+                busbw_GBps=dict(d.get("busbw_GBps", {})),
+                time_s_op={op: [list(map(float, pt)) for pt in pts] for op, pts in d.get("time_s_op", {}).items()},
+                ranks=int(d.get("ranks", 0)))
 
 
 def from_dict(d: dict) -> Profile:
@@ -96,7 +115,7 @@ def from_dict(d: dict) -> Profile:
         peak_flops=dict(comp.get("peak_flops", {})), efficiency=float(comp.get("efficiency", 0.45)),
         flops_per_s=dict(comp.get("flops_per_s", {})), optimizer_Bps=comp.get("optimizer_Bps"),
         intra=intra, inter=_link(links.get("inter", links.get("intra", {}))),
-        ring_overlap=bool(d.get("overlap", {}).get("ring", False)), kind=d.get("kind", "datasheet"),
+        ring_overlap=_fraction(d.get("overlap", {}).get("ring", False)), kind=d.get("kind", "datasheet"),
         sources=dict(d.get("sources", {})), raw=d)
 
 
@@ -120,6 +139,8 @@ def _value(v) -> str:
         return repr(float(v)) if isinstance(v, float) else str(v)
     if isinstance(v, dict):
         return "{ " + ", ".join(f"{_key(k)} = {_value(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
     return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
@@ -147,3 +168,11 @@ def dumps(d: dict, comment: str = "") -> str:
 def _is_table(k: str, v: dict) -> bool:
     # Small maps of numbers (per-op or per-dtype values) stay inline; sections become tables.
     return k in ("device", "compute", "link", "intra", "inter", "overlap", "sources", "calibration")
+
+
+def _fraction(v) -> float:
+    """An overlap setting: true/false (all or nothing) or a measured fraction in [0, 1]."""
+    f = float(v)
+    if not 0.0 <= f <= 1.0:
+        raise ValueError(f"overlap fraction must be in [0, 1], got {v!r}")
+    return f

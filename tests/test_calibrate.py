@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from dspbench.calibrate import fit, parse_size, table
+from dspbench.calib_profile import fit, table
+from dspbench.calibrate import parse_size
 from dspbench.cost_comm import steps
 from dspbench.hardware import dumps, from_dict, load_profile
 
@@ -47,6 +48,32 @@ def test_calibrate_world2_loopback(tmp_path, capsys):
     assert table(rows).splitlines()[0].split()[:4] == ["op", "size(B)", "count", "time(us)"]
     prof = load_profile(str(out))
     assert prof.kind == "calibrated" and prof.flops("fp32") > 0 and prof.gpus_per_node == 2
-    assert set(prof.inter.busbw_GBps) == set(OPS)
+    assert set(prof.inter.busbw_GBps) == set(OPS) == set(prof.inter.time_s_op) and prof.inter.ranks == 2
+    a2a = {r["size"]: r["time_s"] for r in rows if r["op"] == "all_to_all"}
+    assert prof.inter.measured_time("all_to_all", 4096, 2) == pytest.approx(a2a[4096])   # the table wins at n=2
     assert json.loads(out.with_suffix(".json").read_text())["compute"]["flops_per_s"] > 0
     assert from_dict(prof.raw).name == "calibrated"
+    assert 0.0 <= prof.ring_overlap <= 1.0 and "ring hop alone" in prof.sources["overlap.ring"]
+
+
+def test_one_rank_calibrates_compute_of_one_block_onto_a_base_profile(tmp_path, capsys):
+    """The GPU check's path (one device): no collectives, a depth-1 model, the links from a datasheet."""
+    from dspbench.cli import main
+    from dspbench.predict import predicted_record
+    from dspbench.config import RunConfig
+    out = tmp_path / "one.toml"
+    args = ["calibrate", "--gpus", "1", "--compute-iters", "1", "--frames", "4", "--spatial", "16", "--threads", "1",
+            "--model", "stdit-small", "--depth", "1", "--output", str(out)]
+    assert main(args) == 2                                             # one rank measures no links
+    assert "pass --base PROFILE" in capsys.readouterr().err
+    assert main(args + ["--base", "h200-ib", "--name", "h200-measured"]) == 0
+    base, prof = load_profile("h200-ib"), load_profile(str(out))
+    raw = json.loads(out.with_suffix(".json").read_text())
+    assert raw["collectives"] == [] and raw["overlap"] is None and raw["compute"]["depth"] == 1
+    assert prof.name == "h200-measured" and prof.kind == "calibrated"
+    assert prof.flops("fp32") == pytest.approx(raw["compute"]["flops_per_s"])
+    assert prof.flops("bf16") == base.flops("bf16")                   # untouched datasheet values
+    assert (prof.intra, prof.inter, prof.memory_bytes) == (base.intra, base.inter, base.memory_bytes)
+    assert "1 blocks" in prof.sources["compute.flops_per_s.fp32"]
+    rec = predicted_record(RunConfig(method="dsp", model="stdit-small", frames=16, spatial=64, gpus=8, sp=8), prof)
+    assert rec["status"] == "predicted"

@@ -127,3 +127,17 @@ def test_predicted_oom_and_unsupported_records():
     assert oom["status"] == "oom" and "predicted OOM" in oom["error"] and oom["step_time_median_s"] is None
     bad = predicted_record(RunConfig(method="ulysses", frames=64, spatial=4096, gpus=32, sp=32, **XL), prof)
     assert bad["status"] == "unsupported" and "heads" in bad["error"]
+
+
+def test_calibration_table_wins_for_its_group_size_and_interpolates():
+    from dspbench.cost_comm import op_time
+    from dspbench.hardware import Link
+    link = Link(alpha_s=1e-3, bw_GBps=1.0, ranks=4,
+                time_s_op={"all_to_all": [[1000, 0.010], [3000, 0.030], [2000, 0.015]]})
+    assert op_time(link, "all_to_all", 2000, 4) == pytest.approx(0.015)           # measured point
+    assert op_time(link, "all_to_all", 2500, 4) == pytest.approx(0.0225)          # between points
+    assert op_time(link, "all_to_all", 4000, 4) == pytest.approx(0.045)           # last segment's slope
+    assert op_time(link, "all_to_all", 1500, 4) == pytest.approx(0.0125)
+    alpha_beta = 1e-3 * 7 + 2000 * 7 / 8 / 1e9                                     # other group size
+    assert op_time(link, "all_to_all", 2000, 8) == pytest.approx(alpha_beta)
+    assert op_time(link, "all_gather", 2000, 4) == pytest.approx(1e-3 * 3 + 2000 * 3 / 4 / 1e9)

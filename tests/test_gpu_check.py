@@ -1,0 +1,55 @@
+"""bench/gpu_check.sh: its CPU rehearsal runs every step the GPU check runs (gloo, tiny shapes), so
+the script cannot rot between sessions that have a GPU; without CUDA the GPU mode stops cleanly."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from dspbench.hardware import load_profile
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "bench" / "gpu_check.sh"
+METHODS = {"single", "dsp", "ulysses", "ring", "megatron_sp", "usp"}
+
+
+def _run(*args, timeout=600):
+    env = {**os.environ, "PYTHON": sys.executable}
+    env.pop("OUT", None)
+    return subprocess.run(["bash", str(SCRIPT), *map(str, args)], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def _records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the no-CUDA stop needs a machine without CUDA")
+def test_gpu_mode_without_cuda_stops_cleanly(tmp_path):
+    res = _run(tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "no CUDA device" in res.stdout
+    assert json.loads((tmp_path / "env.json").read_text())["cuda_available"] is False
+
+
+def test_cpu_rehearsal_runs_every_step_and_summarises(tmp_path):
+    res = _run("--cpu", tmp_path)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    steps = [line.split("\t") for line in (tmp_path / "steps.tsv").read_text().splitlines()]
+    assert {n for n, _, _ in steps} >= {"pytest", "ring_error", "calibrate", "xl_step", "xl_predict",
+                                         *(f"run_{m}" for m in METHODS)}
+    assert all(rc == "0" for _, rc, _ in steps)
+    recs = _records(tmp_path / "records.jsonl")
+    train = {r["method"]: r for r in recs if r["mode"] == "train"}
+    assert set(train) == METHODS and all(r["status"] == "ok" for r in recs)
+    assert all(r["oracle_max_abs_err"]["output"] < 1e-5 for r in train.values())   # fp32 on CPU: exact
+    prof = load_profile(str(tmp_path / "calibrated.toml"))
+    assert prof.kind == "calibrated" and prof.flops("fp32") > 0
+    assert len(json.loads((tmp_path / "ring_error.json").read_text())) == 6
+    summary = (tmp_path / "summary.md").read_text()
+    for needle in ("CPU rehearsal", "| ring size |", "calibration: stdit-tiny x 1 block(s)", "| megatron_sp | train | ok",
+                   "big-model step (stdit-tiny", "predicted/measured"):
+        assert needle in summary, needle
