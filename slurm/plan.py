@@ -79,13 +79,33 @@ def _config(spec: SweepSpec, grid: int, values: dict) -> RunConfig:
     cfg = RunConfig(**values)
     try:
         cfg.validate()
-        if isinstance(cfg.sp, str):   # TODO(sp auto): resolve with the cost model, then drop this
-            raise ValueError(f"sp={cfg.sp!r}: sweeps need an explicit SP degree until the cost model picks it")
+        if cfg.sp == "auto" and not spec.hardware:
+            raise ValueError('sp="auto" needs [sweep] hardware = "PROFILE" (the memory model picks the degree)')
+        cfg = _resolve_auto(cfg, spec.hardware)
     except ValueError as e:
         point = ", ".join(f"{k}={v}" for k, v in values.items()
                           if k not in spec.fixed and k != "launcher" and (k != "repeat" or spec.repeats > 1))
         raise SpecError(f"{spec.path}: [[grid]] #{grid + 1} point ({point}): {e}") from None
     return cfg
+
+
+def _resolve_auto(cfg: RunConfig, hardware: str) -> RunConfig:
+    """sp = "auto" -> the smallest SP degree that fits (bench/autosp.py). Deterministic, so the
+    resolved point keeps its run_id across resumes. A point that fits no degree keeps "auto" and
+    becomes an unsupported record with the cost model's reason (auto_reason)."""
+    if cfg.sp != "auto":
+        return cfg
+    from dspbench.autosp import resolved
+    try:
+        out, _ = resolved(cfg, hardware)
+    except FileNotFoundError as e:
+        raise ValueError(str(e)) from None
+    return out
+
+
+def auto_reason(cfg: RunConfig, hardware: str) -> str | None:
+    from dspbench.autosp import resolved
+    return resolved(cfg, hardware)[1] if cfg.sp == "auto" else None
 
 
 def launcher_for(executor: str) -> str:
@@ -108,7 +128,7 @@ def make_plan(spec: SweepSpec, executor: str, states: dict[str, str], in_flight:
             plan.skipped[f"already {state}"] += 1
         elif state is not None and not retry_failed:
             plan.skipped[f"already failed ({state}; --retry-failed reruns)"] += 1
-        elif reason := unsupported_reason(cfg):
+        elif reason := auto_reason(cfg, spec.hardware) or unsupported_reason(cfg):
             plan.unsupported.append((cfg, reason))
         else:
             plan.todo.append(cfg)

@@ -1,7 +1,9 @@
 """Sweep specs and cluster profiles: TOML files read strictly into dataclasses.
 
 A sweep (`slurm/sweeps/<name>.toml`) has four tables:
-- `[sweep]`: name, description, cluster (a profile name or path), repeats, configs_per_job;
+- `[sweep]`: name, description, cluster (a profile name or path), repeats, configs_per_job, and
+  hardware (a cost-model profile, bench/profiles/, or a calibrated TOML) which resolves `sp = "auto"`
+  to the smallest SP degree that fits, as `dspbench run --sp auto --hardware` does;
 - `[fixed]`: RunConfig fields shared by every point;
 - `[[grid]]` (one or more; the points are their union): RunConfig fields mapped to lists of values
   (a cartesian product) plus an optional `zip` table (or list of tables) of equal-length lists that
@@ -63,13 +65,15 @@ class SweepSpec:
     configs_per_job: int
     fixed: dict
     grids: list[dict]              # each {"axes": {key: [values]}, "zips": [{key: [values]}]}
+    hardware: str = ""             # cost-model profile for sp = "auto" ("" = none given)
 
     def to_dict(self) -> dict:
         """The resolved spec (profile included), as written to manifest.json."""
         return asdict(self)
 
 
-SWEEP_KEYS = {"name": str, "description": str, "cluster": str, "repeats": int, "configs_per_job": int}
+SWEEP_KEYS = {"name": str, "description": str, "cluster": str, "repeats": int, "configs_per_job": int,
+              "hardware": str}
 TOP_KEYS = ("sweep", "fixed", "grid", "cluster")
 
 
@@ -181,10 +185,12 @@ def load_sweep(name_or_path: str) -> SweepSpec:
         if head.get(key, 1) < 1:
             raise SpecError(f"{where}: [sweep] {key} must be >= 1, got {head[key]}")
     cluster = head.get("cluster", "local")
+    if head.get("hardware"):
+        _check_hardware(where, head["hardware"])
     return SweepSpec(name=head.get("name", path.stem), path=where, description=head.get("description", ""),
                      cluster_name=cluster, cluster=load_profile(cluster, path.parent, overrides),
                      repeats=head.get("repeats", 1), configs_per_job=head.get("configs_per_job", 8),
-                     fixed=fixed, grids=parsed)
+                     fixed=fixed, grids=parsed, hardware=head.get("hardware", ""))
 
 
 def _grid(where: str, grid, fixed: dict) -> dict:
@@ -221,3 +227,11 @@ def _axes(where: str, table, fixed: dict) -> dict:
         if key in fixed:
             raise SpecError(f"{where}: {key} is set both in [fixed] and in the grid")
     return table
+
+
+def _check_hardware(where: str, name: str) -> None:
+    from dspbench.hardware import load_profile as load_hardware
+    try:
+        load_hardware(name)
+    except (FileNotFoundError, ValueError, KeyError) as e:
+        raise SpecError(f"{where}: [sweep] hardware: {e}") from None

@@ -1,6 +1,7 @@
 """Sweep specs without running anything: strict validation, expansion, unsupported points, the plan
 and its dry-run table, resume decisions, the requeue bookkeeping of a job. Milliseconds to seconds."""
 import pickle
+from dataclasses import replace
 import re
 import textwrap
 
@@ -85,7 +86,7 @@ def test_cluster_profile_file_is_strict_too(tmp_path):
     ("frames = [8]", "frames is set both in [fixed] and in the grid"),
     ("mode = ['training']", "point (mode=training): mode must be one of"),
     ("seed = [0]\ncheck = [true, false]", "share run_id"),      # check is not part of the run_id
-    ("sp = ['auto']", "sweeps need an explicit SP degree"),
+    ("sp = ['auto']", 'needs [sweep] hardware'),
 ])
 def test_inconsistent_grids_are_errors(tmp_path, grid, message):
     path = spec_file(tmp_path, TINY + "[[grid]]\n" + grid + "\n")
@@ -231,3 +232,46 @@ def test_checkpoint_requeues_itself_with_the_configs_not_yet_recorded(tmp_path):
     again = pickle.loads(pickle.dumps(delayed.function))     # what submitit writes for the requeue
     assert isinstance(again, SweepJob) and again.results == job.results and again.signal_delay_s == 60
     assert [RunConfig.from_dict(d).seed for d in again.configs] == [0, 2]
+
+
+# ---------------------------------------------------------------- sp = "auto" (the paper's protocol)
+AUTO = """
+[sweep]
+name = "auto"
+cluster = "local"
+hardware = "h100-ib"
+[fixed]
+model = "stdit-xl"
+spatial = 4096
+mode = "train"
+dtype = "bf16"
+backend = "nccl"
+sp = "auto"
+[[grid]]
+method = ["dsp", "megatron_sp"]
+zip = { gpus = [8, 8], frames = [16, 1024] }
+"""
+
+
+def test_sp_auto_resolves_per_point_with_the_sweeps_hardware(tmp_path):
+    from dspbench.autosp import resolve_sp
+    from dspbench.slurm.plan import make_plan
+    spec = load_sweep(str(spec_file(tmp_path, AUTO)))
+    cfgs = expand(spec)
+    assert len(cfgs) == 4 and all(isinstance(c.sp, (int, str)) for c in cfgs)
+    for c in cfgs:
+        want = resolve_sp(replace(c, sp="auto"), "h100-ib")
+        assert c.sp == (want if isinstance(want, int) else "auto")
+    short = [c for c in cfgs if c.frames == 16]
+    assert all(isinstance(c.sp, int) and c.sp >= 1 for c in short)          # 64k tokens fit somewhere
+    plan = make_plan(spec, "local", {}, set())
+    # nothing fits at 4M tokens on 8 GPUs: unsupported with the cost model's reasons, not an error
+    long = [(c, r) for c, r in plan.unsupported if c.frames == 1024]
+    assert len(long) == 2 and all("no SP degree fits" in r for _, r in long)
+
+
+def test_sp_auto_without_hardware_or_with_an_unknown_one_is_a_spec_error(tmp_path):
+    with pytest.raises(SpecError, match='needs \\[sweep\\] hardware'):
+        expand(load_sweep(str(spec_file(tmp_path, AUTO.replace('hardware = "h100-ib"\n', "")))))
+    with pytest.raises(SpecError, match="hardware.*no hardware profile 'nope'"):
+        load_sweep(str(spec_file(tmp_path, AUTO.replace('"h100-ib"', '"nope"'), "b.toml")))
