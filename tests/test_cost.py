@@ -103,6 +103,25 @@ def test_run_with_sp_auto_and_no_hardware_is_unsupported():
     assert rec["status"] == "unsupported" and "--hardware" in rec["error"]
 
 
+def test_run_with_sp_auto_runs_at_the_smallest_degree_that_fits(tmp_path):
+    """A profile whose memory lies between the predicted peaks at sp=1 and sp=2: the run gets sp=2."""
+    from dspbench.cli import main
+    from dspbench.hardware import dumps
+    cfg = RunConfig(method="dsp", model="stdit-tiny", frames=8, spatial=64, gpus=2, sp=1, warmup=0, iters=1)
+    peak = {sp: predict(replace(cfg, sp=sp), load_profile("h100-ib")).mem["peak"] for sp in (1, 2)}
+    assert peak[2] < peak[1]
+    raw = dict(load_profile("h100-ib").raw)
+    raw["device"] = {**raw["device"], "memory_gb": (peak[1] + peak[2]) / 2 / 1e9, "usable_memory_fraction": 1.0,
+                     "reserved_gb": 0.0}
+    (tmp_path / "small.toml").write_text(dumps(raw))
+    out = tmp_path / "r.jsonl"
+    assert main(["run", "--method", "dsp", "--model", "stdit-tiny", "--frames", "8", "--spatial", "64", "--gpus", "2",
+                 "--sp", "auto", "--hardware", str(tmp_path / "small.toml"), "--warmup", "0", "--iters", "1",
+                 "--threads", "1", "--records-file", str(out)]) == 0
+    rec = json.loads(out.read_text().splitlines()[-1])
+    assert rec["status"] == "ok" and (rec["sp"], rec["dp"]) == (2, 1)
+
+
 def test_predict_json_has_every_run_record_field(capsys, tmp_path):
     from dspbench.cli import main
     from dspbench.harness import run_config
