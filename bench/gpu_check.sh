@@ -50,11 +50,17 @@ fi
 
 # 1. environment: no CUDA on a GPU check is a clear stop, not a pile of failures
 "$PY" - > "$DIR/env.json" <<'EOF'
-import json, platform, torch
+import importlib.metadata as md, json, platform, torch
 cuda = torch.cuda.is_available()
+def version(pkg):
+    try:
+        return md.version(pkg)
+    except md.PackageNotFoundError:
+        return None
 print(json.dumps({"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
                   "cuda_available": cuda, "device": torch.cuda.get_device_name(0) if cuda else None,
-                  "nccl": torch.cuda.nccl.version() if cuda else None}))
+                  "nccl": torch.cuda.nccl.version() if cuda else None,
+                  "flash_attn": version("flash-attn"), "ring_flash_attn": version("ring-flash-attn")}))
 EOF
 cat "$DIR/env.json"
 if [ "$MODE" = gpu ] && ! grep -q '"cuda_available": true' "$DIR/env.json"; then

@@ -105,7 +105,8 @@ def xl_step(d: Path) -> list[str]:
 def page(d: Path, mode: str, failed: int) -> str:
     env = _json(d / "env.json") or {}
     head = [f"# GPU check ({mode}{': CPU rehearsal, no GPU figures' if mode == 'cpu' else ''})", "",
-            f"torch {env.get('torch')}, CUDA {env.get('cuda')}, device {env.get('device')}, NCCL {env.get('nccl')}; "
+            f"torch {env.get('torch')}, CUDA {env.get('cuda')}, device {env.get('device')}, NCCL {env.get('nccl')}, "
+            f"flash-attn {env.get('flash_attn') or 'not installed (ring blocks: torch flash kernel)'}; "
             f"failed steps: {failed}", ""]
     parts = [steps(d), [pytest_line(d)], ring_error(d), calibration(d), runs(d), xl_step(d)]
     return "\n".join(head + [line for p in parts for line in p + [""]])

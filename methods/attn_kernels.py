@@ -6,10 +6,14 @@ exact partial gradients (flash-attention's backward, see ring-flash-attention's 
 - CPU: torch's flash kernel for CPU (any float dtype).
 - CUDA, bf16/fp16: torch's flash-attention kernel (`_scaled_dot_product_flash_attention`).
 - otherwise (CUDA fp32, other devices): an fp32 reference that materialises the L x L scores.
+- Dao-AILab flash-attn, when installed, takes over on CUDA in bf16/fp16
+  (methods/flash_attn_kernels.py; DSPBENCH_ATTN_KERNEL=auto|flash_attn|torch).
 """
 from __future__ import annotations
 
 import torch
+
+from . import flash_attn_kernels as fa
 
 aten = torch.ops.aten
 
@@ -19,6 +23,8 @@ def _cuda_flash(q) -> bool:
 
 
 def block_forward(q, k, v, scale: float):
+    if fa.use_flash_attn(q):
+        return fa.block_forward(q, k, v, scale)
     if q.device.type == "cpu":
         out, lse = aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, False, scale=scale)
         return out, lse.float()
@@ -29,6 +35,8 @@ def block_forward(q, k, v, scale: float):
 
 
 def block_backward(dout, q, k, v, out, lse, scale: float):
+    if fa.use_flash_attn(q):
+        return fa.block_backward(dout, q, k, v, out, lse, scale)
     if q.device.type == "cpu":
         return aten._scaled_dot_product_flash_attention_for_cpu_backward(dout, q, k, v, out, lse, 0.0, False,
                                                                          scale=scale)

@@ -67,3 +67,51 @@ def test_reference_kernels_match_cpu_kernels():
     d = torch.randn(o1.shape, generator=g)
     for a, b in zip(block_backward(d, q, k, v, o1, l1, scale), _reference_backward(d, q, k, v, o1, l1, scale)):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- the optional flash-attn adapter
+@pytest.fixture
+def fake_flash_attn(monkeypatch):
+    """Install a fake flash-attn (tests/fake_flash_attn.py: a mock, flash-attn needs CUDA); caches reset after."""
+    import fake_flash_attn as fake
+    from dspbench.methods import flash_attn_kernels as fa
+    yield lambda generation: fake.install(monkeypatch, generation)
+    monkeypatch.undo()
+    fa._interface.cache_clear()
+    fa._supported.cache_clear()
+
+
+@pytest.mark.parametrize("generation", ["new", "old"])
+def test_flash_attn_adapter_matches_torch_kernels_for_both_signatures(fake_flash_attn, monkeypatch, generation):
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(2, 4, 64, 32, generator=g) for _ in range(3))   # L != H: a wrong transpose shows
+    monkeypatch.setenv("DSPBENCH_ATTN_KERNEL", "torch")
+    want = ring_simulated(q, k, v, 4)
+    fake_flash_attn(generation)
+    monkeypatch.setenv("DSPBENCH_ATTN_KERNEL", "flash_attn")
+    got = ring_simulated(q, k, v, 4)
+    for name, a, b in zip(("out", "dq", "dk", "dv"), got, want):
+        assert (a - b).abs().max().item() <= 2e-5, name
+
+
+def test_flash_attn_choice_is_guarded(fake_flash_attn, monkeypatch):
+    from dspbench.methods import flash_attn_kernels as fa
+    q = torch.zeros(1, 2, 8, 16, dtype=torch.bfloat16)
+    monkeypatch.setenv("DSPBENCH_ATTN_KERNEL", "nope")
+    with pytest.raises(ValueError, match="DSPBENCH_ATTN_KERNEL"):
+        fa.use_flash_attn(q)
+    monkeypatch.setenv("DSPBENCH_ATTN_KERNEL", "auto")
+    fake_flash_attn("new")
+    assert not fa.use_flash_attn(q)                       # auto: CUDA only
+    fake_flash_attn("unknown")
+    with pytest.warns(UserWarning, match="sink_tokens"):
+        assert not fa._supported()                        # an unknown signature turns it off, once
+
+
+def test_forcing_flash_attn_without_it_is_a_clear_error(monkeypatch):
+    from dspbench.methods import flash_attn_kernels as fa
+    if fa._interface() is not None:
+        pytest.skip("flash_attn is installed here")
+    monkeypatch.setenv("DSPBENCH_ATTN_KERNEL", "flash_attn")
+    with pytest.raises(ImportError, match="pip install flash-attn"):
+        fa.use_flash_attn(torch.zeros(1, 1, 1, 8))
