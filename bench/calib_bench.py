@@ -17,6 +17,12 @@ from .methods import comm
 from .methods.ledger import BUS_FACTOR, wire_bytes
 
 
+def _sync() -> None:
+    """CUDA work is asynchronous: a host timer must wait for it (a no-op on CPU)."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def _timed(fn, iters: int, warmup: int) -> float:
     """Median over iterations of the slowest rank's time of fn()."""
     for _ in range(warmup):
@@ -24,8 +30,10 @@ def _timed(fn, iters: int, warmup: int) -> float:
     times = []
     for _ in range(iters):
         comm.barrier()
+        _sync()
         t0 = time.perf_counter()
         fn()
+        _sync()
         dt = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
         times.append(float(comm.all_reduce_max_(dt, None)[0]))
     return statistics.median(times)

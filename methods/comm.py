@@ -385,9 +385,15 @@ def raw_all_to_all_single_(recv: torch.Tensor, send: torch.Tensor, group: Group)
 
 
 def all_reduce_max_(buf: torch.Tensor, group: Group) -> torch.Tensor:
-    """In place elementwise max over the group (e.g. the slowest rank's time per iteration)."""
+    """In place elementwise max over the group (e.g. the slowest rank's time per iteration).
+    A host tensor on NCCL (timings are host floats) travels through the current CUDA device."""
     if size(group) > 1:
-        dist.all_reduce(buf, op=dist.ReduceOp.MAX, group=group)
+        dev = buf
+        if buf.device.type == "cpu" and dist.get_backend(group) == "nccl":
+            dev = buf.to(torch.device("cuda", torch.cuda.current_device()))
+        dist.all_reduce(dev, op=dist.ReduceOp.MAX, group=group)
+        if dev is not buf:
+            buf.copy_(dev)
     return buf
 
 
