@@ -1,7 +1,7 @@
 """`dspbench calibrate`: measure collectives and compute, fit the alpha-beta model, write a profile.
 
-Launchers: `local` forks the ranks here with a file:// rendezvous (as bench/launch.py's local
-launcher); `env` makes this process RANK of WORLD_SIZE (env://), for the emulated cluster, torchrun
+Launchers: `local` starts the ranks here (bench/spawn.py: forkserver, file:// rendezvous; NCCL
+ranks take one GPU each); `env` makes this process RANK of WORLD_SIZE (env://), for the emulated cluster, torchrun
 or srun. Rank 0 prints the nccl-tests-style table and writes the profile (TOML) and the raw
 measurements (JSON beside it).
 Fit per op: t = alpha * steps(op, n) + wire_bytes / busbw, least squares over the sizes.
@@ -10,11 +10,7 @@ Fit per op: t = alpha * steps(op, n) + wire_bytes / busbw, least squares over th
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import os
-import tempfile
-import time
-import traceback
 from pathlib import Path
 
 from .calib_profile import profile_dict, table
@@ -40,51 +36,14 @@ def _init_and_run(opts: dict, rank: int, world: int, init_method: str):
         comm.destroy()
 
 
-def _child(opts, rank, world, init_method, conn):
-    from .launch import _die_with_parent
-    _die_with_parent()
-    try:
-        conn.send(("ok", _init_and_run(opts, rank, world, init_method)))
-    except BaseException as e:  # noqa: BLE001 - reported to the parent
-        conn.send(("error", f"rank {rank}: {type(e).__name__}: {e}\n{traceback.format_exc()}"))
-        os._exit(1)
-
-
 def launch_local(opts: dict) -> dict:
-    world, ctx = opts["gpus"], mp.get_context("fork")
-    with tempfile.TemporaryDirectory(prefix="dspbench-calib-") as tmp:
-        pipes, procs = [], []
-        for rank in range(world):
-            parent, child = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_child, args=(opts, rank, world, f"file://{tmp}/rdzv", child), daemon=True)
-            p.start()
-            child.close()
-            pipes.append(parent)
-            procs.append(p)
-        try:
-            return _collect(pipes, procs, time.monotonic() + opts["timeout_s"])
-        finally:
-            for p in procs:
-                if p.is_alive():
-                    p.kill()
-                p.join(timeout=10)
-
-
-def _collect(pipes, procs, deadline) -> dict:
-    result, pending = None, set(range(len(procs)))
-    while pending:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"calibration timed out (ranks {sorted(pending)} unfinished)")
-        for r in sorted(pending):
-            if pipes[r].poll(0.05):
-                status, value = pipes[r].recv()
-                if status != "ok":
-                    raise RuntimeError(value)
-                result = value if r == 0 else result
-                pending.discard(r)
-            elif not procs[r].is_alive() and not pipes[r].poll():
-                raise RuntimeError(f"rank {r} exited with code {procs[r].exitcode} without reporting")
-    return result
+    """Fork --gpus ranks here (bench/spawn.py: forkserver, file:// rendezvous); rank 0's result."""
+    from .calib_bench import calibrate_rank
+    from .spawn import run_ranks
+    world = opts["gpus"]
+    threads = opts["threads"] or max(1, (os.cpu_count() or 1) // world)
+    return run_ranks(calibrate_rank, world, opts, threads=threads, timeout_s=opts["timeout_s"],
+                     backend=opts["backend"])[0]
 
 
 def _memory_gb(world: int) -> float:

@@ -1,8 +1,9 @@
-"""Run a module-level function on N fresh gloo ranks (from a forkserver) and return every rank's result.
+"""Run a module-level function on N fresh ranks (from a forkserver) and return every rank's result.
 
 For micro-benchmarks and calibration (the harness has its own launcher with heartbeats and a
-record per outcome). Each child sets its torch threads first, joins through a file:// store
-(no ports), and reports a result or its traceback; the first failure or the deadline raises.
+record per outcome). Each child sets its torch threads (and, on NCCL, its GPU) first, joins
+through a file:// store (no ports), and reports a result or its traceback; the first failure or
+the deadline raises.
 """
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ import time
 import traceback
 
 
-def _child(fn, args, rank: int, world: int, init_file: str, threads: int, timeout_s: float, conn) -> None:
+def _child(fn, args, rank: int, world: int, init_file: str, threads: int, timeout_s: float, backend: str,
+           conn) -> None:
     import torch
     torch.set_num_threads(threads)
     from .methods import comm
     try:
-        comm.init("gloo", rank, world, init_method=f"file://{init_file}", timeout_s=timeout_s)
+        if backend == "nccl":
+            torch.cuda.set_device(rank % torch.cuda.device_count())
+        comm.init(backend, rank, world, init_method=f"file://{init_file}", timeout_s=timeout_s)
         conn.send(("ok", fn(*args)))
         comm.destroy()
     except BaseException:  # noqa: BLE001 - re-raised by the parent
@@ -25,7 +29,7 @@ def _child(fn, args, rank: int, world: int, init_file: str, threads: int, timeou
     conn.close()
 
 
-def run_ranks(fn, world: int, *args, threads: int = 1, timeout_s: float = 1800) -> list:
+def run_ranks(fn, world: int, *args, threads: int = 1, timeout_s: float = 1800, backend: str = "gloo") -> list:
     from .launch import rank_context
     ctx = rank_context()
     with tempfile.TemporaryDirectory(prefix="dspbench-ranks-") as tmp:
@@ -33,7 +37,7 @@ def run_ranks(fn, world: int, *args, threads: int = 1, timeout_s: float = 1800) 
         for r in range(world):
             parent, child = ctx.Pipe(duplex=False)
             p = ctx.Process(target=_child, args=(fn, args, r, world, os.path.join(tmp, "init"), threads,
-                                                 timeout_s, child), daemon=True)
+                                                 timeout_s, backend, child), daemon=True)
             p.start()
             child.close()
             conns.append(parent)
