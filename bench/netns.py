@@ -37,9 +37,25 @@ def netns_unavailable() -> str | None:
         return "the `ip` command (iproute2) is not installed"
     if r.returncode:
         return f"`ip netns add` failed: {r.stderr.strip() or r.returncode}"
-    _ip("ip", "netns", "del", probe, check=False)
-    if subprocess.run(["tc", "-V"], capture_output=True).returncode:
-        return "the `tc` command is not available"
+    try:
+        return _probe_link(probe)
+    finally:
+        _ip("ip", "netns", "del", probe, check=False)
+
+
+def _probe_link(ns: str) -> str | None:
+    """Every kind of step setup() takes, once, inside the probe namespace: a veth pair without
+    offload, shaped by tbf (a kernel without veth or sch_tbf fails here, not mid-setup)."""
+    try:
+        steps = [("ip", "link", "add", "pa", "type", "veth", "peer", "name", "pb"),
+                 ("ip", "link", "set", "dev", "pa", *NO_GSO),
+                 ("tc", "qdisc", "add", "dev", "pa", "root", "tbf", "rate", "1gbit", "burst", "125000", "limit", "4mb")]
+        for cmd in steps:
+            r = _ip(*cmd, ns=ns, check=False)
+            if r.returncode:
+                return f"`{' '.join(cmd)}` failed: {r.stderr.strip() or r.returncode}"
+    except FileNotFoundError as e:
+        return f"the `{e.filename}` command is not available"
     return None
 
 
