@@ -5,6 +5,8 @@ schema versions come back as "file:line: ..." problems and are skipped; the rest
 re-run appends a second record with the same run_id; we keep one per run_id: an `ok` record
 beats a `predicted` one, which beats failures, and among equals the newest wins: `recorded_at`
 (ISO 8601) when records carry it, else file order (sorted paths, then line order).
+A `predicted` record whose run_id was also measured (the emulated cluster writes both) is not a
+duplicate but the measurement's prediction: it goes to `Sweep.predicted` (newest per run_id).
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ class Sweep:
     problems: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
     manifest: dict = field(default_factory=dict)
+    predicted: pd.DataFrame = field(default_factory=pd.DataFrame)   # predictions of measured run_ids
 
 
 def load_sweep(root: str | Path) -> Sweep:
@@ -50,10 +53,20 @@ def load_sweep(root: str | Path) -> Sweep:
         problems += probs
         rel = str(path.relative_to(root))
         rows += [{**r, "source": rel} for r in recs]
-    runs = _frame(rows)
+    runs, predicted = _split_predictions(_frame(rows))
     runs, duplicates = _dedupe(runs)
     name = str(manifest.get("name") or manifest.get("sweep") or root.name)
-    return Sweep(name, root, runs, problems, duplicates, manifest)
+    return Sweep(name, root, runs, problems, duplicates, manifest, predicted)
+
+
+def _split_predictions(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(records, predictions of run_ids that also have a measured record, newest per run_id)."""
+    if df.empty:
+        return df, df
+    pred = df["status"] == "predicted"
+    paired = pred & df["run_id"].isin(set(df.loc[~pred, "run_id"]))
+    predicted, _ = _dedupe(df[paired])
+    return df[~paired].reset_index(drop=True), predicted
 
 
 def _manifest(root: Path) -> tuple[dict, list[str]]:

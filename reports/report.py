@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import derive, figures, figures_cost, paper, render, tables, tables_comm
+from . import derive, figures, figures_cost, paper, render, tables, tables_comm, tables_cost
 from .collect import Sweep, load_sweep
 from .commvol import volume_table
 from .envinfo import environment_table
@@ -42,7 +42,7 @@ def analyse(results_dir) -> Analysis:
     a = Analysis(sweep, runs, agg, best, sp, derive.scaling(best), volume_table(runs))
     a.tables = [tables.throughput(runs, best, sp), tables.scaling(a.scaling), tables.memory(runs, best),
                 tables_comm.volume(a.volume), tables_comm.per_op_time(runs), *paper.tables(best, sp),
-                tables.details(agg)]
+                tables_cost.predicted_vs_measured(runs, sweep.predicted), tables.details(agg)]
     return a
 
 
@@ -181,7 +181,12 @@ def _caveats(a: Analysis) -> list[str]:
     pred = int((r["status"] == "predicted").sum())
     out.append(f"{pred} run(s) are predicted by a cost model (status `predicted`), not measured: "
                "tables say so in their 'numbers' column, figures draw them dashed."
-               if pred else "Every number here is measured; none is predicted by a cost model.")
+               if pred else "Every number here is measured; none is predicted by a cost model"
+               + (" (but the 'Predicted vs measured' table's predicted column)." if len(a.sweep.predicted) else "."))
+    paired = len(a.sweep.predicted)
+    if paired:
+        out.append(f"{paired} measured run(s) also have a cost-model prediction (same run_id): the "
+                   "'Predicted vs measured' table sets them side by side.")
     if not r.empty and (a.agg.get("n_repeats", pd.Series([2])) < 2).any():
         out.append("Some configurations ran once: no spread is available for them.")
     return out

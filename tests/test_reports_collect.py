@@ -76,3 +76,25 @@ def test_unreadable_manifest_is_a_problem_not_a_crash(tmp_path):
 def test_missing_directory():
     with pytest.raises(FileNotFoundError):
         load_sweep("/nonexistent/sweep")
+
+
+def test_predictions_of_measured_runs_are_paired_not_duplicates(tmp_path):
+    from dspbench.reports.tables_cost import predicted_vs_measured
+    cfg = {"schema_version": 1, "model": "stdit-tiny", "mode": "train", "dtype": "fp32", "batch": 1, "frames": 8,
+           "spatial": 64, "world_size": 4, "sp": 4}
+    measured = [{**cfg, "run_id": f"{m}{r}", "method": m, "repeat": r, "status": "ok", "step_time_median_s": t}
+                for m, ts in (("dsp", (1.0, 1.2)), ("ulysses", (2.0, 2.4))) for r, t in enumerate(ts)]
+    predicted = [{**rec, "status": "predicted", "step_time_median_s": rec["step_time_median_s"] * k}
+                 for rec, k in zip(measured, (0.9, 0.9, 1.2, 1.2))]
+    alone = {**cfg, "run_id": "ring0", "method": "ring", "repeat": 0, "status": "predicted", "step_time_median_s": 5.0}
+    _write(tmp_path / "measured.jsonl", measured)
+    _write(tmp_path / "predicted.jsonl", predicted + [alone])
+    s = load_sweep(tmp_path)
+    assert s.duplicates == [] and sorted(s.predicted["run_id"]) == ["dsp0", "dsp1", "ulysses0", "ulysses1"]
+    assert sorted(s.runs["status"]) == ["ok"] * 4 + ["predicted"]    # an unmeasured prediction stays a run
+    t = predicted_vs_measured(s.runs, s.predicted)
+    rows = t.data.set_index("method")
+    assert rows.loc["dsp", "measured_s"] == pytest.approx(1.1) and rows.loc["dsp", "predicted_s"] == pytest.approx(0.99)
+    assert rows.loc["ulysses", "ratio_measured"] == pytest.approx(2.0)
+    assert rows.loc["ulysses", "ratio_predicted"] == pytest.approx(2.2 * 1.2 / 0.99)
+    assert list(t.display["ratio error"]) == ["—", f"{(2.2 * 1.2 / 0.99 / 2.0 - 1) * 100:+.0f}%"]
