@@ -36,16 +36,20 @@ def check_shape(cfg: ModelConfig, shape: Shape, sp: int) -> tuple[ModelConfig, S
 
 
 def oracle_errors(spec, cfg: ModelConfig, shape: Shape, dims, seed: int = 0,
-                  device: torch.device = torch.device("cpu"), dtype=torch.float32) -> dict:
+                  device: torch.device = torch.device("cpu"), dtype=torch.float32, ref_dtype=None) -> dict:
+    """Max abs errors of the parallel model (in `dtype`) against the single-device model (in
+    `ref_dtype`, default the same dtype): same weights (the reference's, cast), same full input."""
+    ref_dtype = ref_dtype or dtype
     torch.manual_seed(seed)
-    ref = build_model(cfg).to(device=device, dtype=dtype)
-    par = spec.parallelize(copy.deepcopy(ref), dims)
-    x, t, y, target = make_inputs(cfg, shape, seed=seed + 1, dtype=dtype, device=device)
+    ref = build_model(cfg).to(device=device, dtype=ref_dtype)
+    par = spec.parallelize(copy.deepcopy(ref).to(dtype), dims)
+    x, t, y, target = make_inputs(cfg, shape, seed=seed + 1, dtype=ref_dtype, device=device)
 
     xr = x.clone().requires_grad_()
     out_r = ref(xr, t, y)
     mse(out_r, target).backward()
-    xp = x.clone().requires_grad_()
+    xp = x.to(dtype, copy=True).requires_grad_()
+    t, y = t.to(dtype), y.to(dtype)
     with Ledger() as led:
         out_p = par(xp, t, y)
         mse(out_p, target).backward()

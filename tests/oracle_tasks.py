@@ -38,3 +38,20 @@ def assert_matches_oracle(res, sp=None):
         assert r["grads"] <= RTOL * max(1.0, r["grad_scale"]), (r["worst_param"], r["grads"])
         assert r["input_grad"] <= RTOL * max(1.0, r["grad_scale"]), r["input_grad"]
         assert r["ledger"] == r["formula"], (r["ledger"], r["formula"])
+
+
+def low_precision_case(method: str, model: str, shape: tuple, sp: int, dtype_name: str = "bf16"):
+    """The method in low precision and the unsharded model in low precision, both against the fp32
+    oracle: how much error the parallelisation adds to what the precision costs anyway."""
+    import torch
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+    cfg, shape = get_config(model), Shape(*shape)
+    spec, dims = get_method(method), dims_for(sp)
+    reason = spec.check(cfg, shape, dims)
+    if reason:
+        return {"unsupported": reason}
+    par = oracle_errors(spec, cfg, shape, dims, dtype=dtype, ref_dtype=torch.float32)
+    one = oracle_errors(get_method("single"), cfg, shape, dims_for(1), dtype=dtype, ref_dtype=torch.float32)
+    keys = ("output", "grads", "input_grad")
+    return {"method": {k: par[k] for k in keys}, "single": {k: one[k] for k in keys},
+            "scale": {"output": par["output_scale"], "grads": par["grad_scale"], "input_grad": par["grad_scale"]}}
