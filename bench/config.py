@@ -39,7 +39,7 @@ class RunConfig:
     repeat: int = 0             # repeat index within a sweep
     timeout_s: float = 600.0    # whole run, local launcher: then status timeout
     threads: int = 0            # torch threads per rank (0: cores // ranks, at least 1)
-    inject_fault: str = ""      # tests only: KIND@RANK with KIND in raise|hang|oom|exit
+    inject_fault: str = ""      # tests only: KIND@RANK with KIND in raise|hang|oom|exit|slow
 
     @property
     def dp(self) -> int:

@@ -113,7 +113,8 @@ def _dp_mean_losses(per_rank: list[dict]) -> list[float]:
 
 
 def inject_fault(spec: str) -> None:
-    """Tests only: `KIND@RANK` makes that rank raise, hang, run out of memory or exit mid-run."""
+    """Tests only: `KIND@RANK` makes that rank raise, hang, run out of memory or exit mid-run, or be
+    slow (SLOW_S seconds late, then fine: a run that takes a known minimum time)."""
     if not spec:
         return
     kind, _, rank = spec.partition("@")
@@ -127,4 +128,10 @@ def inject_fault(spec: str) -> None:
         os._exit(3)
     if kind == "hang":
         time.sleep(10 ** 6)
-    raise ValueError(f"unknown fault kind {kind!r} (raise|hang|oom|exit)")
+    if kind == "slow":
+        time.sleep(SLOW_S)
+        return
+    raise ValueError(f"unknown fault kind {kind!r} (raise|hang|oom|exit|slow)")
+
+
+SLOW_S = 5.0

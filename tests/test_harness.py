@@ -74,6 +74,14 @@ def test_injected_faults_end_the_run_with_a_status_naming_the_rank(tmp_path, fau
     assert not _children(), "ranks were left running"
 
 
+def test_a_slow_rank_delays_the_run_between_warm_up_and_timing_and_it_still_succeeds(tmp_path):
+    from dspbench.worker import SLOW_S
+    t0 = time.monotonic()
+    rec, _ = run(tmp_path, method="dsp", gpus=2, sp=2, inject_fault="slow@1", timeout_s=60)
+    assert rec["status"] == "ok" and time.monotonic() - t0 >= SLOW_S
+    assert rec["step_time_median_s"] < SLOW_S            # before the timed steps: timings unaffected
+
+
 def _children() -> list[str]:
     """Rank processes still alive: the children of our children (ranks come from a forkserver)."""
     def kids(pid):
