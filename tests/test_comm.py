@@ -40,3 +40,32 @@ def test_world_size_one_records_nothing():
         y = comm.all_to_all(x, 2, 1, None, "t")
         comm.gather_from_seq(y, 1, None, "t").sum().backward()
     assert led.events == [] and torch.equal(y, x)
+
+
+# ---------------------------------------------------------------- the one-comm-layer contract
+def _uses_c10d(path) -> list[str]:
+    """Lines of `path` that import torch.distributed or reach it as an attribute (comments and
+    docstrings do not count: the AST has none)."""
+    import ast
+    hits = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Attribute) and node.attr == "distributed":
+            names = ["torch.distributed"] if isinstance(node.value, ast.Name) and node.value.id == "torch" else []
+        if any(n == "torch.distributed" or n.startswith("torch.distributed.") for n in names):
+            hits.append(f"{path}:{node.lineno}")
+    return hits
+
+
+def test_only_the_comm_layer_touches_torch_distributed():
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    files = [p for d in ("bench", "methods", "models", "slurm", "reports", "examples") for p in (root / d).rglob("*.py")]
+    assert len(files) > 50
+    hits = [h for p in files if p.relative_to(root).as_posix() != "methods/comm.py" for h in _uses_c10d(p)]
+    assert hits == [], "collectives must go through methods/comm.py (ledger): " + ", ".join(hits)
+    assert _uses_c10d(root / "methods" / "comm.py"), "the check itself finds the comm layer's imports"
