@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from .methods import comm
+from .methods import comm, comm_raw
 from .methods.ledger import BUS_FACTOR, wire_bytes
 
 
@@ -45,16 +45,16 @@ def _collective(op: str, size: int, n: int, device):
     buf = lambda k: torch.ones(k, dtype=torch.float32, device=device)
     if op == "all_to_all":
         send, recv = buf(el), buf(el)
-        return el, lambda: comm.raw_all_to_all_single_(recv, send, None)
+        return el, lambda: comm_raw.raw_all_to_all_single_(recv, send, None)
     if op == "all_gather":
         out, send = buf(el), buf(el // n)
-        return el, lambda: comm.raw_all_gather_(out, send, None)
+        return el, lambda: comm_raw.raw_all_gather_(out, send, None)
     if op == "reduce_scatter":
         send, out = buf(el), buf(el // n)
-        return el, lambda: comm.raw_reduce_scatter_(out, send, None)
+        return el, lambda: comm_raw.raw_reduce_scatter_(out, send, None)
     if op == "all_reduce":
         b = buf(el)
-        return el, lambda: comm.raw_all_reduce_(b, None)
+        return el, lambda: comm_raw.raw_all_reduce_(b, None)
     if op == "send_recv":
         ring, t = comm.RingExchange(None), buf(el)
         return el, lambda: ring.start([t], "calibrate").wait()

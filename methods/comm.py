@@ -362,28 +362,7 @@ class PendingAllToAll:
         return self.recv.movedim(0, self.gather_dim).flatten(self.gather_dim, self.gather_dim + 1)
 
 
-# ---------------------------------------------------------------- benchmark baselines (not used by methods)
-# For bench/switch_bench.py only; no method may call these. They record nothing in the ledger
-# (a ledger open around a benchmark sees only the method's own switch) and have no autograd.
-def ref_all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group: Group) -> torch.Tensor:
-    """The reference switch, as VideoSys/OpenDiT write it: tensor_split `scatter_dim` into n chunks
-    (each copied contiguous), list all_to_all, torch.cat of the received chunks along `gather_dim`."""
-    n = size(group)
-    if n == 1:
-        return x
-    inputs = [t.contiguous() for t in torch.tensor_split(x, n, scatter_dim)]
-    outputs = [torch.empty_like(inputs[0]) for _ in range(n)]
-    dist.all_to_all(outputs, inputs, group=group)
-    return torch.cat(outputs, dim=gather_dim).contiguous()
-
-
-def raw_all_to_all_single_(recv: torch.Tensor, send: torch.Tensor, group: Group) -> torch.Tensor:
-    """all_to_all_single on caller-preallocated contiguous buffers: the wire alone, no copy, no alloc."""
-    if size(group) > 1:
-        dist.all_to_all_single(recv, send, group=group)
-    return recv
-
-
+# ---------------------------------------------------------------- harness utility (unrecorded)
 def all_reduce_max_(buf: torch.Tensor, group: Group) -> torch.Tensor:
     """In place elementwise max over the group (e.g. the slowest rank's time per iteration).
     A host tensor on NCCL (timings are host floats) travels through the current CUDA device."""
@@ -394,24 +373,4 @@ def all_reduce_max_(buf: torch.Tensor, group: Group) -> torch.Tensor:
         dist.all_reduce(dev, op=dist.ReduceOp.MAX, group=group)
         if dev is not buf:
             buf.copy_(dev)
-    return buf
-
-
-# Calibration micro-benchmarks (bench/calibrate.py): the wire alone on preallocated buffers,
-# nccl-tests style; like the baselines above they record nothing and have no autograd.
-def raw_all_gather_(out: torch.Tensor, send: torch.Tensor, group: Group) -> torch.Tensor:
-    if size(group) > 1:
-        dist.all_gather_single(out, send, group=group)   # as _all_gather
-    return out
-
-
-def raw_reduce_scatter_(out: torch.Tensor, send: torch.Tensor, group: Group) -> torch.Tensor:
-    if size(group) > 1:
-        dist.reduce_scatter_single(out, send, group=group)   # as _reduce_scatter
-    return out
-
-
-def raw_all_reduce_(buf: torch.Tensor, group: Group) -> torch.Tensor:
-    if size(group) > 1:
-        dist.all_reduce(buf, group=group)
     return buf

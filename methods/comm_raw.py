@@ -1,0 +1,51 @@
+"""The comm layer's unrecorded band: collectives on the wire alone, for benchmarks and calibration.
+
+No method may call these: they record nothing in the ledger (a ledger open around a benchmark sees
+only the method's own switch) and have no autograd. Split from methods/comm.py, the recorded
+layer; together the two are the only modules that call torch.distributed (tests/test_comm.py).
+"""
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from .comm import Group, size
+
+
+# ---------------------------------------------------------------- the switch benchmark's baselines
+def ref_all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group: Group) -> torch.Tensor:
+    """The reference switch, as VideoSys/OpenDiT write it: tensor_split `scatter_dim` into n chunks
+    (each copied contiguous), list all_to_all, torch.cat of the received chunks along `gather_dim`."""
+    n = size(group)
+    if n == 1:
+        return x
+    inputs = [t.contiguous() for t in torch.tensor_split(x, n, scatter_dim)]
+    outputs = [torch.empty_like(inputs[0]) for _ in range(n)]
+    dist.all_to_all(outputs, inputs, group=group)
+    return torch.cat(outputs, dim=gather_dim).contiguous()
+
+
+def raw_all_to_all_single_(recv: torch.Tensor, send: torch.Tensor, group: Group) -> torch.Tensor:
+    """all_to_all_single on caller-preallocated contiguous buffers: the wire alone, no copy, no alloc."""
+    if size(group) > 1:
+        dist.all_to_all_single(recv, send, group=group)
+    return recv
+
+
+# ---------------------------------------------------------------- calibration (nccl-tests style, preallocated buffers)
+def raw_all_gather_(out: torch.Tensor, send: torch.Tensor, group: Group) -> torch.Tensor:
+    if size(group) > 1:
+        dist.all_gather_single(out, send, group=group)   # as _all_gather
+    return out
+
+
+def raw_reduce_scatter_(out: torch.Tensor, send: torch.Tensor, group: Group) -> torch.Tensor:
+    if size(group) > 1:
+        dist.reduce_scatter_single(out, send, group=group)   # as _reduce_scatter
+    return out
+
+
+def raw_all_reduce_(buf: torch.Tensor, group: Group) -> torch.Tensor:
+    if size(group) > 1:
+        dist.all_reduce(buf, group=group)
+    return buf
