@@ -47,11 +47,11 @@ def link_dict(rows: list[dict]) -> dict:
     """[link.*] of a profile from measured collectives: per-op alpha and busbw (any group size),
     and the measured time by size (groups of the calibrated size)."""
     fitted = fit(rows)
-    table = {op: [[r["size"], r["time_s"]] for r in rows if r["op"] == op] for op in fitted}
+    by_size = {op: [[r["size"], r["time_s"]] for r in rows if r["op"] == op] for op in fitted}
     return {"alpha_s": min(a for a, _ in fitted.values()), "bw_GBps": max(b for _, b in fitted.values()) / 1e9,
             "efficiency": 1.0, "alpha_s_op": {op: a for op, (a, _) in fitted.items()},
             "busbw_GBps": {op: b / 1e9 for op, (_, b) in fitted.items()},
-            "ranks": rows[0]["ranks"], "time_s_op": table}
+            "ranks": rows[0]["ranks"], "time_s_op": by_size}
 
 
 def _where(result: dict) -> str:

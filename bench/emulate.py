@@ -56,21 +56,29 @@ def _result(stdout: str) -> dict | None:
     return None
 
 
-def calibrate(cluster, name: str, s: dict, out: Path, compute_only: bool = False) -> Path | dict:
-    """The setting's profile (collectives, ring overlap, compute), or with compute_only this
-    moment's compute measurement (same shard, all ranks at once) as a dict."""
-    path = out / f"{name}.toml"
+def _calibrate(cluster, s: dict, *extra: str) -> subprocess.CompletedProcess:
+    """`dspbench calibrate` in the cluster at the setting's shard; rank 0's outcome."""
     argv = ["calibrate", "--launcher", "env", "--gpus", str(cluster.ranks), "--gpus-per-node", "1",
             "--sizes", s["calib_sizes"], "--iters", "5", "--model", s["model"], "--frames", str(s["frames"]),
-            "--spatial", str(s["spatial"]), "--sp", str(cluster.ranks), "--threads", "1",
-            "--name", name, "--output", str(path)] + (["--ops", ""] if compute_only else [])
-    res = run_ranks(cluster, argv)
-    if res[0].returncode or not (compute_only or path.is_file()):
-        raise RuntimeError(f"calibration failed: {res[0].stderr[-2000:]}")
-    if compute_only:
-        return json.loads(res[0].stdout.strip().splitlines()[-1])
-    print(res[0].stdout, flush=True)
+            "--spatial", str(s["spatial"]), "--sp", str(cluster.ranks), "--threads", "1", *extra]
+    res = run_ranks(cluster, argv)[0]
+    if res.returncode:
+        raise RuntimeError(f"calibration failed: {res.stderr[-2000:]}")
+    return res
+
+
+def calibrate(cluster, name: str, s: dict, out: Path) -> Path:
+    """The setting's profile: collectives, the ring-overlap probe, compute."""
+    path = out / f"{name}.toml"
+    print(_calibrate(cluster, s, "--name", name, "--output", str(path)).stdout, flush=True)
+    if not path.is_file():
+        raise RuntimeError(f"calibration wrote no profile at {path}")
     return path
+
+
+def measure_compute(cluster, s: dict) -> dict:
+    """This moment's compute (same shard, all ranks at once): the machine drifts between rounds."""
+    return json.loads(_calibrate(cluster, s, "--ops", "").stdout.strip().splitlines()[-1])
 
 
 def measure(cluster, cfg: RunConfig, records: Path) -> dict:
@@ -110,7 +118,7 @@ def validate_setting(name: str, s: dict, args, out: Path) -> list[dict]:
     with Cluster(args.ranks, args.rate or s["rate"], args.subnet) as cluster:
         profile = load_profile(str(calibrate(cluster, f"emu-{name}", s, out)))
         for rep in range(args.repeats):
-            predict_round(profile, calibrate(cluster, f"emu-{name}", s, out, compute_only=True), rows, out, rep)
+            predict_round(profile, measure_compute(cluster, s), rows, out, rep)
             for row in rows[rep % len(rows):] + rows[:rep % len(rows)]:
                 rec = measure(cluster, replace(base, method=row["method"], repeat=rep), out / "measured.jsonl")
                 row["measured"].append(rec["step_time_median_s"] if rec["status"] == "ok" else None)
@@ -137,10 +145,11 @@ def summarise(rows: list[dict]) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
+    """The validation table of summarised rows (summarise)."""
     lines = ["| setting (link) | method | comm MiB/rank/step | predicted step (s) (compute + comm) | "
              "measured step (s) median [min-max] | pred/meas | baseline/DSP predicted | baseline/DSP measured | "
              "ratio error |", "|" + "---|" * 9]
-    for r in summarise(rows):
+    for r in rows:
         err = "-" if r["method"] == "dsp" else f"{r['ratio_err'] * 100:+.0f}%"
         lines.append(f"| {r['setting']} ({r['rate']}) | {r['method']} | {r['comm_MiB']:.1f} | {r['pred_med']:.3f} "
                      f"({r['compute_med']:.3f} + {r['pred_comm_s']:.3f}) | {r['meas_med']:.3f} "
@@ -170,7 +179,8 @@ def cmd_emulate(args) -> int:
         return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = [r for name in args.settings.split(",") if name for r in validate_setting(name, SETTINGS[name], args, out)]
+    rows = summarise([r for name in args.settings.split(",") if name
+                      for r in validate_setting(name, SETTINGS[name], args, out)])
     text = (f"Emulated cluster: {args.ranks} ranks, one network namespace each, tbf per link, gloo; "
             f"{args.repeats} rounds, medians.\n\n{table(rows)}\n\n{verdict(rows)}\n")
     (out / "validation.md").write_text(text)

@@ -13,6 +13,8 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from .record import read_records
+
 GIB = 1024 ** 3
 
 
@@ -24,15 +26,7 @@ def _json(path: Path):
 
 
 def _records(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
+    return read_records(path)[0] if path.is_file() else []   # corrupt lines skipped
 
 
 def steps(d: Path) -> list[str]:

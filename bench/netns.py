@@ -49,7 +49,7 @@ def _probe_link(ns: str) -> str | None:
     try:
         steps = [("ip", "link", "add", "pa", "type", "veth", "peer", "name", "pb"),
                  ("ip", "link", "set", "dev", "pa", *NO_GSO),
-                 ("tc", "qdisc", "add", "dev", "pa", "root", "tbf", "rate", "1gbit", "burst", "125000", "limit", "4mb")]
+                 ("tc", "qdisc", "add", "dev", "pa", *tbf_args("1gbit"))]
         for cmd in steps:
             r = _ip(*cmd, ns=ns, check=False)
             if r.returncode:
@@ -71,6 +71,11 @@ def burst_bytes(rate: str) -> int:
     unit = next((u for u in units if rate.endswith(u)), None)
     num = float(rate[: -len(unit)]) * units[unit] if unit else float(rate)
     return max(2 * 1514, int(num / 8 / 1000))
+
+
+def tbf_args(rate: str) -> tuple[str, ...]:
+    """`tc qdisc add dev X` arguments of one shaped link direction."""
+    return ("root", "tbf", "rate", rate, "burst", str(burst_bytes(rate)), "limit", "4mb")
 
 
 class Cluster:
@@ -101,7 +106,7 @@ class Cluster:
 
     def setup(self) -> None:
         teardown_all()   # leftovers of a killed earlier run would clash on names
-        tbf = ["root", "tbf", "rate", self.rate, "burst", str(burst_bytes(self.rate)), "limit", "4mb"]
+        tbf = tbf_args(self.rate)
         _ip("ip", "netns", "add", BRIDGE_NS)
         _ip("ip", "link", "add", "br0", "type", "bridge", ns=BRIDGE_NS)
         _ip("ip", "link", "set", "br0", "up", ns=BRIDGE_NS)

@@ -59,24 +59,30 @@ def _common(scale: float) -> dict:
             "return_softmax": False, "deterministic": False, "rng_state": None}
 
 
+TENSORS = ("q", "k", "v", "dout", "out", "softmax_lse", "dq", "dk", "dv")
+
+
+def _unfillable(fn, names) -> list[str]:
+    """Required parameters of fn that none of `names` fills."""
+    return [n for n, p in inspect.signature(fn).parameters.items()
+            if n not in names and p.default is inspect.Parameter.empty]
+
+
 def _call(fn, values: dict):
     """fn(**the arguments its signature names); KeyError for a required one we cannot fill."""
-    kwargs = {}
-    for name, p in inspect.signature(fn).parameters.items():
-        if name in values:
-            kwargs[name] = values[name]
-        elif p.default is inspect.Parameter.empty:
-            raise KeyError(f"{fn.__name__} needs {name!r}")
-    return fn(**kwargs)
+    missing = _unfillable(fn, values)
+    if missing:
+        raise KeyError(f"{fn.__name__} needs {missing}")
+    params = inspect.signature(fn).parameters
+    return fn(**{k: v for k, v in values.items() if k in params})
 
 
 @functools.cache
 def _supported() -> bool:
     fi = _interface()
-    probe = {**_common(1.0), **dict.fromkeys(("q", "k", "v", "dout", "out", "softmax_lse", "dq", "dk", "dv"))}
+    names = set(_common(1.0)) | set(TENSORS)
     for fn in (fi._flash_attn_forward, fi._flash_attn_backward):
-        missing = [n for n, p in inspect.signature(fn).parameters.items()
-                   if n not in probe and p.default is inspect.Parameter.empty]
+        missing = _unfillable(fn, names)
         if missing:
             warnings.warn(f"flash_attn {fn.__name__} takes {missing}, unknown to dspbench: using torch's kernel")
             return False

@@ -178,15 +178,15 @@ def _caveats(a: Analysis) -> list[str]:
                "counts whole tensors moved per device, = wire × N/(N-1) per layer (both shown).")
     out.append("Communication time comes from a separate instrumented iteration (barrier before each "
                "op, timed alone): the comm share of step time ignores overlap and is an estimate.")
-    pred = int((r["status"] == "predicted").sum())
-    out.append(f"{pred} run(s) are predicted by a cost model (status `predicted`), not measured: "
-               "tables say so in their 'numbers' column, figures draw them dashed."
-               if pred else "Every number here is measured; none is predicted by a cost model"
-               + (" (but the 'Predicted vs measured' table's predicted column)." if len(a.sweep.predicted) else "."))
-    paired = len(a.sweep.predicted)
+    pred, paired = int((r["status"] == "predicted").sum()), len(a.sweep.predicted)
+    if pred:
+        out.append(f"{pred} run(s) are predicted by a cost model (status `predicted`), not measured: "
+                   "tables say so in their 'numbers' column, figures draw them dashed.")
     if paired:
         out.append(f"{paired} measured run(s) also have a cost-model prediction (same run_id): the "
                    "'Predicted vs measured' table sets them side by side.")
+    if not pred and not paired:
+        out.append("Every number here is measured; none is predicted by a cost model.")
     if not r.empty and (a.agg.get("n_repeats", pd.Series([2])) < 2).any():
         out.append("Some configurations ran once: no spread is available for them.")
     return out

@@ -96,11 +96,7 @@ def _resolve_auto(cfg: RunConfig, hardware: str) -> RunConfig:
     if cfg.sp != "auto":
         return cfg
     from dspbench.autosp import resolved
-    try:
-        out, _ = resolved(cfg, hardware)
-    except FileNotFoundError as e:
-        raise ValueError(str(e)) from None
-    return out
+    return resolved(cfg, hardware)[0]      # the profile exists: load_sweep checked [sweep] hardware
 
 
 def auto_reason(cfg: RunConfig, hardware: str) -> str | None:
