@@ -11,6 +11,10 @@
 #   bash slurm/local_cluster.sh status   # daemons, node and queue; exit 0 only if the cluster is usable
 #   bash slurm/local_cluster.sh stop     # cancel jobs, stop the daemons this script started
 #
+# Multi-node (slurm/multinode.sh, beside the single-node cluster, one network namespace per node):
+#   bash slurm/local_cluster.sh up --nodes K --ranks-per-node R [--inter RATE|none] [--intra RATE|none]
+#   bash slurm/local_cluster.sh mstatus | down [--purge] | exec [--node K] CMD...
+#
 # Knobs (environment):
 #   SLURM_LOCAL_DIR        state, logs, spool, DB, fake GPUs   (default /tmp/slurm-local)
 #   SLURM_LOCAL_CPUS       CPUs advertised by the node         (default 16, may exceed the real cores)
@@ -476,7 +480,13 @@ main() {
     case $cmd in
         install) cmd_install ;;
         start) cmd_start ;;
-        up) cmd_install && cmd_start ;;
+        up)
+            # up --nodes K ...: the multi-node cluster in network namespaces (slurm/multinode.sh)
+            if (($# > 1)); then shift; exec bash "$(dirname "${BASH_SOURCE[0]}")/multinode.sh" up "$@"; fi
+            cmd_install && cmd_start ;;
+        down | mstatus | exec)   # the multi-node cluster only; the single-node one is `stop`/`status`
+            [[ $cmd == mstatus ]] && set -- status "${@:2}"
+            exec bash "$(dirname "${BASH_SOURCE[0]}")/multinode.sh" "$@" ;;
         stop) cmd_stop ;;
         status) cmd_status || exit 1 ;;
         *)
@@ -486,4 +496,5 @@ main() {
     esac
 }
 
-main "$@"
+# sourced by multinode.sh for its helpers: run main only when executed
+[[ ${BASH_SOURCE[0]} != "$0" ]] || main "$@"
