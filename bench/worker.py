@@ -102,6 +102,7 @@ def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle) -
         "comm_symmetric": all(r["comm"] == tagged for r in per_rank),   # every rank moved the same bytes
         "oracle_max_abs_err": oracle,
         "environ": environ.environ(per_rank),
+        "placement": dims.placement([r["hostname"] for r in per_rank]),   # each rank's node, groups' spans
         "device_name": per_rank[0]["device"],
     }
 

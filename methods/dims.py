@@ -34,6 +34,24 @@ class Dims:
     def shard_dim(self) -> int:
         return SEQ_DIMS[self.shard]
 
+    def sp_groups(self) -> list[list[int]]:
+        """World ranks of each SP group: consecutive, so with ranks placed node-major (SLURM's block
+        distribution) an SP degree that divides the ranks per node keeps every SP group in one node."""
+        return [list(range(s, s + self.sp)) for s in range(0, self.world, self.sp)]
+
+    def dp_groups(self) -> list[list[int]]:
+        return [list(range(off, self.world, self.sp)) for off in range(self.sp)]
+
+    def placement(self, hosts: list[str]) -> dict:
+        """Where the mesh sits: hosts[r] is world rank r's node. How many nodes the widest SP and DP
+        group spans says which collectives cross the inter-node tier (1 = all inside one node)."""
+        if len(hosts) != self.world:
+            raise ValueError(f"{len(hosts)} hosts for a world of {self.world}")
+        def span(groups):
+            return max(len({hosts[r] for r in g}) for g in groups)
+        return {"rank_hosts": list(hosts), "nodes": len(set(hosts)),
+                "sp_group_nodes": span(self.sp_groups()), "dp_group_nodes": span(self.dp_groups())}
+
     def validate(self, world_size: int | None = None) -> None:
         if self.sp < 1 or self.dp < 1:
             raise ValueError(f"degrees must be >= 1: sp={self.sp} dp={self.dp}")
@@ -56,13 +74,11 @@ def build_dims(sp: int, shard: str = "T") -> Dims:
         return dims
     # new_group is collective over the whole world: create every group on every rank, keep ours.
     # Degree-1 groups are real singleton groups, never None (None would mean the whole world).
-    for start in range(0, world, sp):
-        ranks = list(range(start, start + sp))
+    for ranks in dims.sp_groups():
         g = comm.new_group(ranks)
         if me in ranks:
             sp_group = g
-    for off in range(sp):
-        ranks = list(range(off, world, sp))
+    for ranks in dims.dp_groups():
         g = comm.new_group(ranks)
         if me in ranks:
             dp_group = g
