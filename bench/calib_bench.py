@@ -39,24 +39,25 @@ def _timed(fn, iters: int, warmup: int) -> float:
     return statistics.median(times)
 
 
-def _collective(op: str, size: int, n: int, device):
-    """A zero-argument callable running one `op` of nccl-tests size `size` bytes (fp32 elements)."""
+def _collective(op: str, size: int, n: int, device, group=None):
+    """A zero-argument callable running one `op` of nccl-tests size `size` bytes (fp32 elements)
+    in `group` (None: the world) of n ranks."""
     el = max(n, size // 4 // n * n)       # divisible by n, so every rank's chunk is equal
     buf = lambda k: torch.ones(k, dtype=torch.float32, device=device)
     if op == "all_to_all":
         send, recv = buf(el), buf(el)
-        return el, lambda: comm_raw.raw_all_to_all_single_(recv, send, None)
+        return el, lambda: comm_raw.raw_all_to_all_single_(recv, send, group)
     if op == "all_gather":
         out, send = buf(el), buf(el // n)
-        return el, lambda: comm_raw.raw_all_gather_(out, send, None)
+        return el, lambda: comm_raw.raw_all_gather_(out, send, group)
     if op == "reduce_scatter":
         send, out = buf(el), buf(el // n)
-        return el, lambda: comm_raw.raw_reduce_scatter_(out, send, None)
+        return el, lambda: comm_raw.raw_reduce_scatter_(out, send, group)
     if op == "all_reduce":
         b = buf(el)
-        return el, lambda: comm_raw.raw_all_reduce_(b, None)
+        return el, lambda: comm_raw.raw_all_reduce_(b, group)
     if op == "send_recv":
-        ring, t = comm.RingExchange(None), buf(el)
+        ring, t = comm.RingExchange(group), buf(el)
         return el, lambda: ring.start([t], "calibrate").wait()
     raise ValueError(f"unknown op {op!r}")
 
@@ -73,6 +74,45 @@ def bench_collectives(ops, sizes, iters: int, warmup: int, device) -> list[dict]
             rows.append({"op": op, "size": payload, "count": el, "ranks": n, "time_s": t,
                          "algbw_GBps": payload / t / 1e9, "busbw_GBps": payload * BUS_FACTOR[op](n) / t / 1e9,
                          "wire_bytes": wire})
+    return rows
+
+
+def tier_groups(world: int, per_node: int) -> dict[str, list[list[int]]]:
+    """The groups each tier is measured on, ranks node-major (per_node consecutive ranks per node):
+    intra, every node's ranks (all nodes at once, as SP groups inside nodes run); inter, one rank
+    per node (one flow per node link); span, the whole world across the nodes. A tier the world
+    lacks (one node, or one rank per node) is left out."""
+    nodes = world // per_node
+    tiers = {}
+    if per_node > 1:
+        tiers["intra"] = [list(range(k * per_node, (k + 1) * per_node)) for k in range(nodes)]
+    if nodes > 1:
+        tiers["inter"] = [[k * per_node for k in range(nodes)]]
+    if nodes > 1 and per_node > 1:
+        tiers["span"] = [list(range(world))]
+    return tiers
+
+
+def bench_tiers(ops, sizes, iters: int, warmup: int, device, per_node: int) -> list[dict]:
+    """bench_collectives per tier (tier_groups): each row says its tier, group size and ranks per
+    node. Ranks outside a tier's groups only join the barriers and the timing reduction."""
+    world, me = comm.world_size(), comm.world_rank()
+    if per_node < 1 or world % per_node:
+        raise ValueError(f"--gpus-per-node {per_node} does not divide the world of {world} ranks")
+    rows = []
+    for tier, groups in tier_groups(world, per_node).items():
+        handles = [comm.new_group(g) if len(g) < world else None for g in groups]   # collective: all ranks
+        mine = next(((g, h) for g, h in zip(groups, handles) if me in g), None)
+        n = len(groups[0])
+        for op in ops:
+            for size in sizes:
+                el, fn = _collective(op, size, n, device, mine[1]) if mine else (max(n, size // 4 // n * n), None)
+                t = _timed(fn or (lambda: None), iters, warmup)
+                payload = el * 4
+                rows.append({"tier": tier, "op": op, "size": payload, "count": el, "ranks": n,
+                             "per_node": min(n, per_node) if tier != "inter" else 1, "time_s": t,
+                             "algbw_GBps": payload / t / 1e9, "busbw_GBps": payload * BUS_FACTOR[op](n) / t / 1e9,
+                             "wire_bytes": wire_bytes(op, payload, n)})
     return rows
 
 
@@ -145,7 +185,10 @@ def calibrate_rank(opts: dict) -> dict | None:
     rank 0 returns {'collectives': rows, 'overlap': ... or None, 'compute': ...}."""
     device = torch.device("cpu") if opts["backend"] == "gloo" else torch.device("cuda", torch.cuda.current_device())
     ops = opts["ops"] if comm.world_size() > 1 else []      # one rank: nothing to measure between ranks
-    rows = bench_collectives(ops, opts["sizes"], opts["iters"], opts["warmup"], device)
+    if opts.get("tiers"):
+        rows = bench_tiers(ops, opts["sizes"], opts["iters"], opts["warmup"], device, opts["gpus_per_node"])
+    else:
+        rows = bench_collectives(ops, opts["sizes"], opts["iters"], opts["warmup"], device)
     overlap = None
     if "send_recv" in ops and opts["sizes"]:
         overlap = bench_overlap(max(opts["sizes"]), opts["iters"], device)

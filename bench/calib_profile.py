@@ -38,7 +38,8 @@ def table(rows: list[dict]) -> str:
     head = f"{'op':<15}{'size(B)':>12}{'count':>11}{'time(us)':>12}{'algbw(GB/s)':>13}{'busbw(GB/s)':>13}"
     lines = [head]
     for r in rows:
-        lines.append(f"{r['op']:<15}{r['size']:>12}{r['count']:>11}{r['time_s'] * 1e6:>12.1f}"
+        op = f"{r['op']}@{r['tier']}" if "tier" in r else r["op"]
+        lines.append(f"{op:<15}{r['size']:>12}{r['count']:>11}{r['time_s'] * 1e6:>12.1f}"
                      f"{r['algbw_GBps']:>13.4f}{r['busbw_GBps']:>13.4f}")
     return "\n".join(lines)
 
@@ -65,23 +66,53 @@ def _compute_source(where: str, comp: dict) -> str:
             "all ranks at once (slowest rank)")
 
 
+def tier_links(rows: list[dict]) -> tuple[dict, dict]:
+    """[link.*] tables from tiered rows (calib_bench.bench_tiers) and their sources; a tier not
+    measured (one rank per node: no intra; one node: no inter) takes the other's values."""
+    links = {}
+    for tier in ("intra", "inter", "span"):
+        mine = [r for r in rows if r.get("tier") == tier]
+        if mine:
+            links[tier] = {**link_dict(mine), **({"per_node": mine[0]["per_node"]} if tier == "span" else {})}
+    what = {"intra": "a node's ranks, every node at once", "inter": "one rank per node",
+            "span": "the whole world across the nodes"}
+    src = {f"link.{t}": f"{what[t]}, {links[t]['ranks']} ranks: least-squares alpha-beta fit per op + the "
+                        "measured times by size" for t in links}
+    for t, other in (("intra", "inter"), ("inter", "intra")):
+        if t not in links:
+            links[t], src[f"link.{t}"] = links[other], f"not measured (no such tier in this world): link.{other}'s"
+    return links, src
+
+
 def profile_dict(name: str, result: dict, gpus_per_node: int, device: str, memory_gb: float,
-                 base: str | None = None) -> dict:
+                 base: str | None = None, nics_per_node: int = 0) -> dict:
     if base:
         return _on_base(name, result, base)
     if not result["collectives"]:
         raise ValueError("no collectives were measured (one rank, or --ops without any): pass --base PROFILE "
                          "to take the links from a datasheet profile")
-    comp, where, link = result["compute"], _where(result), link_dict(result["collectives"])
+    comp, where = result["compute"], _where(result)
+    tiered = any("tier" in r for r in result["collectives"])
+    if tiered:
+        links, link_src = tier_links(result["collectives"])
+        link_src = {k: f"{where}: {v}" for k, v in link_src.items()}
+    else:
+        link = link_dict(result["collectives"])
+        links, link_src = {"intra": link, "inter": link}, {
+            "link": f"{where}: least-squares alpha-beta fit per op over sizes "
+                    f"{sorted({r['size'] for r in result['collectives']})}"}
+    dev = {"name": device, "memory_gb": memory_gb, "gpus_per_node": gpus_per_node,
+           "usable_memory_fraction": 0.9, "reserved_gb": 0.5}
+    if nics_per_node:
+        dev["nics_per_node"] = nics_per_node
     return {
-        "name": name, "description": f"calibrated: {result['world']} ranks", "kind": "calibrated",
-        "device": {"name": device, "memory_gb": memory_gb, "gpus_per_node": gpus_per_node,
-                   "usable_memory_fraction": 0.9, "reserved_gb": 0.5},
+        "name": name, "description": f"calibrated: {result['world']} ranks" + (", per tier" if tiered else ""),
+        "kind": "calibrated", "device": dev,
         "compute": {"flops_per_s": {comp["dtype"]: comp["flops_per_s"]}, "optimizer_Bps": comp["optimizer_Bps"]},
-        "link": {"intra": link, "inter": link},
+        "link": links,
         "overlap": {"ring": _overlap_value(result)},
-        "sources": {"link": f"{where}: least-squares alpha-beta fit per op over sizes "
-                            f"{sorted({r['size'] for r in result['collectives']})}",
+        "sources": {**link_src,
+                    **({"device.nics_per_node": "given (--nics-per-node)"} if nics_per_node else {}),
                     "compute": _compute_source(where, comp),
                     "device.memory_gb": "host memory / ranks (os.sysconf)",
                     "overlap.ring": _overlap_source(where, result.get("overlap"))},

@@ -1,8 +1,9 @@
 """`dspbench calibrate`: measure collectives and compute, fit the alpha-beta model, write a profile.
 
 Launchers: `local` starts the ranks here (bench/spawn.py: forkserver, file:// rendezvous; NCCL
-ranks take one GPU each); `env` makes this process RANK of WORLD_SIZE (env://), for the emulated cluster, torchrun
-or srun. Rank 0 prints the nccl-tests-style table and writes the profile (TOML) and the raw
+ranks take one GPU each); `env` makes this process RANK of WORLD_SIZE (env://), for the emulated cluster or
+torchrun; `slurm` the same from srun's SLURM_* variables. `--tiers` (with --gpus-per-node R) measures
+each tier of a multi-node world: a node's ranks, one rank per node, the whole node-spanning world. Rank 0 prints the nccl-tests-style table and writes the profile (TOML) and the raw
 measurements (JSON beside it).
 Fit per op: t = alpha * steps(op, n) + wire_bytes / busbw, least squares over the sizes.
 `--ops ""` measures compute only: rank 0 prints its JSON and writes no profile.
@@ -55,6 +56,12 @@ def cmd_calibrate(args) -> int:
                                          "batch", "sp", "dtype", "compute_iters", "timeout_s", "threads", "depth")}
     opts["sizes"] = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
     opts["ops"] = [o.strip() for o in args.ops.split(",") if o.strip()]
+    opts.update(tiers=args.tiers, gpus_per_node=args.gpus_per_node)
+    if args.tiers and args.gpus_per_node < 1:
+        raise ValueError("--tiers needs --gpus-per-node R (the ranks of one node; ranks are placed node-major)")
+    if args.launcher == "slurm":     # srun: RANK, WORLD_SIZE, MASTER_ADDR from SLURM_* (block = node-major)
+        from .launch import slurm_to_env
+        slurm_to_env()
     if args.launcher == "local":
         result = launch_local(opts)
         gpn = args.gpus_per_node or args.gpus
@@ -72,7 +79,7 @@ def cmd_calibrate(args) -> int:
     from .environ import cpu_name
     device = "cpu: " + cpu_name() if args.backend == "gloo" else "cuda"
     prof = profile_dict(args.name, result, gpn, device, _memory_gb(args.gpus if args.launcher == "local" else 1),
-                        base=args.base)
+                        base=args.base, nics_per_node=args.nics_per_node)
     out = Path(args.output or f"results/profiles/{args.name}.toml")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(dumps(prof, "Written by `dspbench calibrate`; raw measurements in the .json beside it."))

@@ -24,11 +24,17 @@ def add_calibrate_args(p: argparse.ArgumentParser) -> None:
     from .config import DTYPES
     g = p.add_argument_group("world")
     g.add_argument("--gpus", type=int, default=2, help="ranks")
-    g.add_argument("--launcher", choices=("local", "env"), default="local",
-                   help="local: fork the ranks here (file rendezvous); env: this process is RANK of WORLD_SIZE")
+    g.add_argument("--launcher", choices=("local", "env", "slurm"), default="local",
+                   help="local: fork the ranks here (file rendezvous); env: this process is RANK of WORLD_SIZE; "
+                        "slurm: the same from srun's SLURM_* variables")
     g.add_argument("--backend", choices=("gloo", "nccl"), default="gloo")
     g.add_argument("--gpus-per-node", type=int, default=0,
                    help="ranks per node in the written profile (0: all ranks on one node, or 1 under env)")
+    g.add_argument("--tiers", action="store_true",
+                   help="measure each tier into [link.intra], [link.inter], [link.span]: a node's ranks, one rank "
+                        "per node, the whole world (needs --gpus-per-node; ranks node-major, as srun places them)")
+    g.add_argument("--nics-per-node", type=int, default=0,
+                   help="inter-node links per node in the written profile (0: one per GPU; the emulated cluster: 1)")
     g.add_argument("--timeout", type=float, default=600.0, dest="timeout_s")
     g.add_argument("--threads", type=int, default=0, help="torch threads per rank (0: cores / ranks)")
     c = p.add_argument_group("collectives (nccl-tests sizes: bytes per rank, K/M/G suffixes)")

@@ -9,10 +9,10 @@ nccl-tests bus bandwidth a calibration measures. A calibrated profile measured w
 holds each op's time by size; for groups of n ranks that table is interpolated instead. steps: n-1 for ring-style all-gather,
 reduce-scatter and pairwise all-to-all, 2(n-1) for ring all-reduce, 1 for a p2p hop.
 
-Level: ranks are a dp x sp mesh with SP innermost (methods/dims.py), placed node by node. The SP
-group is intra-node while sp <= gpus_per_node; the DP group (stride sp) crosses nodes as soon as
-the world does. A group that crosses nodes pays the inter-node level for all its bytes (its ring
-or its all-to-all is as slow as its slowest hop).
+Tiers: plan_times prices each call by the tiers its group crosses (bench/cost_tiers.py: a group
+inside a node pays the intra tier; across nodes, ring hops pay their slowest hop, a hierarchical
+all-to-all its intra and inter parts, a node's link shared by its ranks). `group_link` is the
+one-level view (the level a group's slowest hop is on).
 """
 from __future__ import annotations
 
@@ -52,15 +52,15 @@ def op_time(link: Link, op: str, payload: int, n: int) -> float:
 
 
 def plan_times(profile: Profile, plan, dims: Dims) -> dict[str, float]:
-    """{'tag/op.phase': seconds per step} for a method's plan [(phase, Op)] (methods/spec.py).
-
-    A sub-group call pays its enclosing group's level (conservative for a sub-group that would
-    fit in a node while its SP group does not)."""
+    """{'tag/op.phase': seconds per step} for a method's plan [(phase, Op)] (methods/spec.py), each
+    call priced by the tiers its group (or USP sub-group) crosses (bench/cost_tiers.py)."""
+    from .cost_tiers import members, span_of, tier_time
     out: dict[str, float] = defaultdict(float)
     for phase, o in plan:
         n = o.group_size(dims)   # a sub-group's (USP's) or the whole SP/DP group's
         if o.count and n > 1:
-            out[key(o.op, phase, o.tag)] += o.count * op_time(group_link(profile, dims, o.group), o.op, o.payload, n)
+            span = span_of(members(o.op, o.group, o.ranks, dims), dims.world, profile.gpus_per_node)
+            out[key(o.op, phase, o.tag)] += o.count * tier_time(profile, o.op, o.payload, span)
     return dict(out)
 
 

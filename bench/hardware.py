@@ -5,9 +5,11 @@ Schema (all optional but `name`; see bench/profiles/h100-ib.toml):
 - [device] name, memory_gb, hbm_TBps, gpus_per_node, usable_memory_fraction, reserved_gb
 - [compute] peak_flops {dtype: FLOP/s} x efficiency, or flops_per_s {dtype: FLOP/s} (measured,
   wins); optimizer_Bps (measured bytes/s of the optimizer pass; else HBM bandwidth x 0.8)
+- [device] nics_per_node: inter-node links per node (0 or absent: one per GPU)
 - [link.intra], [link.inter]: alpha_s and bw_GBps x efficiency for every op, or per op
   alpha_s_op {op: s} and busbw_GBps {op: GB/s} (measured, win); a calibrated level may also hold
-  time_s_op {op: [[size, s], ...]} measured with `ranks` ranks, which wins for groups of that size
+  time_s_op {op: [[size, s], ...]} measured with `ranks` ranks, which wins for groups of that size;
+  [link.span]: a calibrated node-spanning group's table (`ranks`, `per_node`), bench/cost_tiers.py
 - [overlap] ring: the fraction (0..1; true = 1) of ring attention's K/V hops that hides under the
   block's attention (a calibration measures it: bench/calib_bench.py bench_overlap)
 - [sources] {"dotted.key": "where the number comes from"}
@@ -33,6 +35,7 @@ class Link:
     busbw_GBps: dict = field(default_factory=dict)
     time_s_op: dict = field(default_factory=dict)    # {op: [[size, seconds], ...]} measured at `ranks`
     ranks: int = 0
+    per_node: int = 0       # [link.span]: the measured group's ranks per node (bench/cost_tiers.py)
 
     def measured_time(self, op: str, size: float, n: int) -> float | None:
         """Seconds of one call from the calibration table (same group size only), else None.
@@ -70,6 +73,8 @@ class Profile:
     optimizer_Bps: float | None = None
     intra: Link = field(default_factory=Link)
     inter: Link = field(default_factory=Link)
+    span: Link = field(default_factory=Link)    # measured node-spanning groups only (no table: unused)
+    nics_per_node: int = 0        # inter-node links per node; 0 = one per GPU (bench/cost_tiers.py)
     ring_overlap: float = 0.0     # fraction of the ring's hops hidden under its attention
     kind: str = "datasheet"
     sources: dict = field(default_factory=dict)
@@ -100,7 +105,7 @@ def _link(d: dict) -> Link:
                 efficiency=float(d.get("efficiency", 1.0)), alpha_s_op=dict(d.get("alpha_s_op", {})),
                 busbw_GBps=dict(d.get("busbw_GBps", {})),
                 time_s_op={op: [list(map(float, pt)) for pt in pts] for op, pts in d.get("time_s_op", {}).items()},
-                ranks=int(d.get("ranks", 0)))
+                ranks=int(d.get("ranks", 0)), per_node=int(d.get("per_node", 0)))
 
 
 def from_dict(d: dict) -> Profile:
@@ -114,7 +119,8 @@ def from_dict(d: dict) -> Profile:
         reserved_bytes=float(dev.get("reserved_gb", 3.0)) * GB,
         peak_flops=dict(comp.get("peak_flops", {})), efficiency=float(comp.get("efficiency", 0.45)),
         flops_per_s=dict(comp.get("flops_per_s", {})), optimizer_Bps=comp.get("optimizer_Bps"),
-        intra=intra, inter=_link(links.get("inter", links.get("intra", {}))),
+        intra=intra, inter=_link(links.get("inter", links.get("intra", {}))), span=_link(links.get("span", {})),
+        nics_per_node=int(dev.get("nics_per_node", 0)),
         ring_overlap=_fraction(d.get("overlap", {}).get("ring", False)), kind=d.get("kind", "datasheet"),
         sources=dict(d.get("sources", {})), raw=d)
 
@@ -167,7 +173,7 @@ def dumps(d: dict, comment: str = "") -> str:
 
 def _is_table(k: str, v: dict) -> bool:
     # Small maps of numbers (per-op or per-dtype values) stay inline; sections become tables.
-    return k in ("device", "compute", "link", "intra", "inter", "overlap", "sources", "calibration")
+    return k in ("device", "compute", "link", "intra", "inter", "span", "overlap", "sources", "calibration")
 
 
 def _fraction(v) -> float:

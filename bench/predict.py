@@ -43,7 +43,7 @@ def predicted_record(cfg: RunConfig, profile: Profile, zero: int = 0) -> dict:
              "predicted_compute_time_s": None, "predicted_optimizer_time_s": None,
              "predicted_peak_mem_bytes": None, "predicted_mem": None, "step_times_s": None,
              "peak_mem_bytes_per_rank": None, "comm_tagged": None, "comm_time_s": None,
-             "comm_formula_match": None, "comm_symmetric": None, "flops_per_step": None}
+             "comm_formula_match": None, "comm_symmetric": None, "flops_per_step": None, "placement": None}
     if reason:
         rec = build_record(cfg if cfg.sp != "auto" else _sp1(cfg), Outcome("unsupported", reason))
         return {**rec, **extra, "sp": cfg.sp if cfg.sp != "auto" else None, "environ": _environ(device_label(profile))}
@@ -57,11 +57,19 @@ def predicted_record(cfg: RunConfig, profile: Profile, zero: int = 0) -> dict:
                 "predicted_compute_time_s": p.compute_s, "predicted_optimizer_time_s": p.optimizer_s,
                 "predicted_peak_mem_bytes": p.mem["peak"], "predicted_mem": p.mem,
                 "comm": p.comm_wire, "comm_wire_bytes": sum(p.comm_wire.values()),
-                "comm_time_s": untag(p.comm_s)})
+                "comm_time_s": untag(p.comm_s), "placement": _placement(cfg, profile)})
     if p.fits:
         rec.update(_throughput(cfg, p.step_s, profile))
         rec["peak_mem_bytes"] = p.mem["peak"]
     return rec
+
+
+def _placement(cfg: RunConfig, profile: Profile) -> dict:
+    """The placement the model priced: ranks node-major, profile.gpus_per_node per node (names are
+    the model's, 'node0', ..., not hosts)."""
+    from .methods.dims import Dims
+    g = profile.gpus_per_node
+    return Dims(sp=int(cfg.sp), dp=cfg.gpus // int(cfg.sp)).placement([f"node{r // g}" for r in range(cfg.gpus)])
 
 
 def _sp1(cfg: RunConfig, sp=1, launcher=None) -> RunConfig:

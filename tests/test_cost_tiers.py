@@ -1,0 +1,115 @@
+"""Two-tier pricing (bench/cost_tiers.py): group spans, the tier each collective pays, and the
+tiered calibration's profile (its structure; never timing)."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from dspbench.config import RunConfig
+from dspbench.cost_comm import op_time
+from dspbench.cost_model import predict
+from dspbench.cost_tiers import Span, members, span_of, tier_time
+from dspbench.hardware import Link, Profile, load_profile
+from dspbench.methods import Dims
+
+FAST = Link(alpha_s=1e-5, bw_GBps=10.0)     # the intra tier (a node's loopback / NVLink)
+SLOW = Link(alpha_s=1e-4, bw_GBps=0.1)      # the inter tier (a shaped veth / InfiniBand)
+# The emulated 2 x 2: two ranks per node, one link per node
+EMU = Profile(name="emu", gpus_per_node=2, nics_per_node=1, intra=FAST, inter=SLOW, flops_per_s={"fp32": 1e10})
+MB = 1 << 20
+
+
+def span(op, group, dims, ranks=0, gpn=2):
+    return span_of(members(op, group, ranks, dims), dims.world, gpn)
+
+
+def test_spans_on_two_nodes_of_two():
+    assert span("all_to_all", "sp", Dims(sp=2, dp=2)) == Span(n=2, per_node=2, nodes=1, flows=1, node_ranks=2)
+    assert span("all_to_all", "sp", Dims(sp=4, dp=1)) == Span(n=4, per_node=2, nodes=2, flows=1, node_ranks=2)
+    # DP groups {0, 2} and {1, 3}: one rank per node, two groups through each node's link
+    assert span("all_reduce", "dp", Dims(sp=2, dp=2)) == Span(n=2, per_node=1, nodes=2, flows=2, node_ranks=2)
+
+
+def test_usp_sub_groups_ulysses_consecutive_ring_strided():
+    d = Dims(sp=4, dp=1)
+    assert members("all_to_all", "sp", 2, d) == [0, 1]          # Ulysses sub-group: inside a node
+    assert members("send_recv", "sp", 2, d) == [0, 2]           # ring sub-group: across nodes
+    assert span("all_to_all", "sp", d, ranks=2).nodes == 1
+    assert span("send_recv", "sp", d, ranks=2).nodes == 2
+
+
+def test_a_group_inside_a_node_pays_the_intra_tier_only():
+    s = span("all_to_all", "sp", Dims(sp=2, dp=2))
+    assert tier_time(EMU, "all_to_all", 4 * MB, s) == op_time(FAST, "all_to_all", 4 * MB, 2)
+
+
+def test_hierarchical_all_to_all_prices_inter_node_bytes_on_the_shared_link():
+    s = span("all_to_all", "sp", Dims(sp=4, dp=1))
+    # half of each rank's payload leaves the node; both ranks of a node share its one link
+    inter = 2 * SLOW.alpha_s + (4 * MB * 2 / 4) * 2 / SLOW.busbw("all_to_all")
+    intra = 1 * FAST.alpha_s + (4 * MB * 1 / 4) / FAST.busbw("all_to_all")
+    assert tier_time(EMU, "all_to_all", 4 * MB, s) == pytest.approx(max(inter, intra))
+    # cheaper than paying the inter tier for every byte, dearer than one node
+    assert op_time(FAST, "all_to_all", 4 * MB, 4) < tier_time(EMU, "all_to_all", 4 * MB, s)
+    with_nic_per_gpu = replace(EMU, nics_per_node=2)
+    assert tier_time(with_nic_per_gpu, "all_to_all", 4 * MB, s) == pytest.approx(inter / 2, rel=0.05)
+
+
+def test_ring_hop_crossing_a_node_boundary_runs_at_the_inter_tier():
+    s = span("send_recv", "sp", Dims(sp=4, dp=1))
+    assert tier_time(EMU, "send_recv", MB, s) == pytest.approx(SLOW.alpha_s + MB / SLOW.busbw("send_recv"))
+
+
+def test_megatron_gather_and_scatter_across_nodes_pay_their_slowest_hop():
+    s = span("all_gather", "sp", Dims(sp=4, dp=1))
+    for op in ("all_gather", "reduce_scatter"):
+        expect = 3 * SLOW.alpha_s + 4 * MB * 3 / 4 / SLOW.busbw(op)     # 3 lockstep steps, a slow hop in each
+        assert tier_time(EMU, op, 4 * MB, s) == pytest.approx(expect)
+
+
+def test_dp_groups_sharing_a_node_link_share_its_bandwidth():
+    s = span("all_reduce", "dp", Dims(sp=2, dp=2))
+    assert tier_time(EMU, "all_reduce", MB, s) == pytest.approx(op_time(SLOW, "all_reduce", 2 * MB, 2))
+
+
+def test_a_measured_span_table_wins_for_its_group_shape():
+    table = replace(SLOW, time_s_op={"all_to_all": [[MB, 0.5], [2 * MB, 0.9]]}, ranks=4, per_node=2)
+    prof = replace(EMU, span=table)
+    assert tier_time(prof, "all_to_all", MB, span("all_to_all", "sp", Dims(sp=4, dp=1))) == 0.5
+    # another shape (4 nodes of one rank) does not use it
+    four = span_of([0, 1, 2, 3], 4, 1)
+    assert tier_time(replace(prof, gpus_per_node=1), "all_to_all", MB, four) != 0.5
+
+
+def test_paper_scale_ulysses_across_nodes_is_cheaper_than_all_bytes_on_infiniband():
+    h100 = load_profile("h100-ib")
+    cfg = RunConfig(model="stdit-xl", dtype="bf16", grad_ckpt=True, backend="nccl", launcher="slurm",
+                    method="ulysses", gpus=16, sp=16, frames=32, spatial=1024)
+    a2a = sum(v for k, v in predict(cfg, h100).comm_s.items() if "all_to_all" in k)
+    # one GPU per node: every peer remote, every byte on InfiniBand (the one-level model's price)
+    one_level = sum(v for k, v in predict(cfg, replace(h100, gpus_per_node=1)).comm_s.items() if "all_to_all" in k)
+    assert 0.4 * one_level < a2a < 0.7 * one_level      # about half the bytes stay inside the node
+
+
+def test_tiered_calibration_writes_each_tier(tmp_path, capsys):
+    from dspbench.cli import main
+    out = tmp_path / "tiers.toml"
+    rc = main(["calibrate", "--gpus", "4", "--gpus-per-node", "2", "--tiers", "--nics-per-node", "1",
+               "--sizes", "4K,16K", "--ops", "all_to_all,send_recv", "--iters", "1", "--warmup", "0",
+               "--compute-iters", "1", "--frames", "4", "--spatial", "16", "--threads", "1",
+               "--output", str(out), "--json"])
+    assert rc == 0
+    rows = json.loads(capsys.readouterr().out)["collectives"]
+    assert {(r["tier"], r["ranks"], r["per_node"]) for r in rows} == {("intra", 2, 2), ("inter", 2, 1), ("span", 4, 2)}
+    prof = load_profile(str(out))
+    assert (prof.gpus_per_node, prof.nics_per_node) == (2, 1)
+    assert (prof.intra.ranks, prof.inter.ranks, prof.span.ranks, prof.span.per_node) == (2, 2, 4, 2)
+    assert {"link.intra", "link.inter", "link.span"} <= set(prof.sources)
+
+
+def test_tiers_without_gpus_per_node_is_a_clear_error(capsys):
+    from dspbench.cli import main
+    assert main(["calibrate", "--gpus", "4", "--tiers"]) == 2
+    assert "--gpus-per-node" in capsys.readouterr().err
