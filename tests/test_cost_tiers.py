@@ -1,4 +1,4 @@
-"""Two-tier pricing (bench/cost_tiers.py): group spans, the tier each collective pays, and the
+"""Two-tier pricing (bench/cost/tiers.py): group spans, the tier each collective pays, and the
 tiered calibration's profile (its structure; never timing)."""
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from dspbench.config import RunConfig
-from dspbench.cost_comm import op_time
-from dspbench.cost_model import predict
-from dspbench.cost_tiers import Span, members, span_of, tier_time
-from dspbench.hardware import Link, Profile, load_profile
+from dspbench.records.config import RunConfig
+from dspbench.cost.comm import op_time
+from dspbench.cost.model import predict
+from dspbench.cost.tiers import Span, members, span_of, tier_time
+from dspbench.cost.hardware import Link, Profile, load_profile
 from dspbench.methods import Dims
 
 FAST = Link(alpha_s=1e-5, bw_GBps=10.0)     # the intra tier (a node's loopback / NVLink)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from dspbench.record import read_dir
+from dspbench.records.io import read_dir
 from test_slurm_multinode import bring_up, in_cluster
 
 pytestmark = pytest.mark.slurm
