@@ -113,3 +113,10 @@ def test_tiers_without_gpus_per_node_is_a_clear_error(capsys):
     from dspbench.cli import main
     assert main(["calibrate", "--gpus", "4", "--tiers"]) == 2
     assert "--gpus-per-node" in capsys.readouterr().err
+
+
+def test_validation_driver_needs_dsp_as_the_baseline(capsys):
+    from dspbench.calibrate.multinode import main
+    with pytest.raises(SystemExit) as e:
+        main(["--methods", "ulysses,ring"])
+    assert e.value.code == 2 and "must include dsp" in capsys.readouterr().err
