@@ -123,7 +123,7 @@ def launch_env(cfg: RunConfig, progress: bool = False) -> Outcome:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world != cfg.gpus:
         return Outcome("error", f"--gpus {cfg.gpus} but the launcher started {world} ranks (WORLD_SIZE)")
-    if not cfg.threads and "OMP_NUM_THREADS" not in os.environ:
+    if cfg.threads or "OMP_NUM_THREADS" not in os.environ:   # --threads wins, then the launcher's OMP_NUM_THREADS
         torch.set_num_threads(threads_per_rank(cfg))
     from dspbench.methods import comm
     from dspbench.run.worker import run_rank
