@@ -69,9 +69,11 @@ DISCUSSION = """
   that do not shrink with SP and Ulysses overheads beyond its bytes.
 - **ICML scaling (no paper numbers available to us; trends only).** The model reproduces the
   paper's qualitative claims: DSP is fastest at every point; Ring and Megatron-SP lose 1.1-2.6x
-  inside a node and ~10-22x once their minimum SP exceeds 8 GPUs (their ring / tensor-parallel
-  traffic then crosses InfiniBand at 1/9 of NVLink's rate), matching "other methods by up to
-  10x"; DSP over Ulysses grows from 1.03x to 1.33x with sequence length, below the paper's 32-75%,
+  inside a node and ~8-26x once their minimum SP exceeds 8 GPUs (every step of their rings then
+  waits for a hop across InfiniBand at 1/9 of NVLink's rate), matching "other methods by up to
+  10x"; DSP over Ulysses grows from 1.03x to 1.21x with sequence length, below the paper's 32-75%
+  (priced per tier: an all-to-all across two nodes keeps half its bytes on NVLink, so DSP's and
+  Ulysses' all-to-alls both pay about half what a one-level model charged),
   and Ulysses (like Megatron-SP) cannot run where the minimum SP exceeds the 16 heads (3B at 4M
   tokens).
 """
