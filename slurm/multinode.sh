@@ -59,6 +59,7 @@ client() { ip netns exec "$(ns_of 0)" env SLURM_CONF="$MCONF" "$@"; }
 netx() { ip netns exec "$1" "${@:2}"; }
 
 netns_why_not() {
+    [[ -z ${DSPBENCH_NO_NETNS:-} ]] || { echo "DSPBENCH_NO_NETNS is set (simulated: no network namespaces)"; return; }
     [[ $EUID -eq 0 ]] || { echo "not root (ip netns and tc need CAP_NET_ADMIN)"; return; }
     command -v ip >/dev/null || { echo "the ip command (iproute2) is not installed"; return; }
     local p=${PFX}probe$$ err
@@ -287,7 +288,7 @@ mdown_locked() {
     done
     ip route del blackhole "$SUBNET.0/24" 2>/dev/null || true
     rm -f "$SPEC" "$MRUN"/*.pid
-    if [[ -e $MUNGE_MARK ]] && [[ ! -e /tmp/slurm-local/run/slurmctld.pid ]]; then
+    if [[ -e $MUNGE_MARK ]] && ! alive_pid "$RUN/slurmctld.pid" slurmctld >/dev/null; then
         stop_daemons "$MUNGE_PID:munged"   # only the munged we started, and only if no other cluster uses it
         rm -f "$MUNGE_MARK"
     fi

@@ -8,6 +8,7 @@ is left up for tests/test_sweep_multinode.py; the last test takes it down and br
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -51,6 +52,19 @@ def test_bad_flags_exit_2_before_touching_anything():
         r = lc("up", *args, timeout=20)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert r.stderr.strip(), args
+
+
+def test_without_namespaces_it_says_why_and_touches_nothing():
+    if shutil.which("slurmd") is None:
+        pytest.skip("slurmd not installed (bash slurm/local_cluster.sh install)")
+    before = _ours()
+    r = subprocess.run(["bash", str(SCRIPT), *UP], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "DSPBENCH_NO_NETNS": "1"})
+    if "must run as root" in r.stderr:
+        pytest.skip("not root")
+    assert r.returncode == 3, (r.stdout, r.stderr)
+    assert "network namespaces cannot be made here: DSPBENCH_NO_NETNS" in r.stderr
+    assert _ours() == before
 
 
 def test_sinfo_shows_two_idle_nodes(cluster):
