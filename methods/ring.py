@@ -34,15 +34,17 @@ class _RingAttention(Function):
         scale = q.shape[-1] ** -0.5
         kv = [k, v]
         out = lse = None
+        auxes = []   # per block, what its kernel's backward needs of the forward (CUDA flash)
         for step in range(n):
             pending = ring.start(kv, "ring_kv", KV_TAG) if step < n - 1 else None
-            blk_out, blk_lse = block_forward(q, kv[0], kv[1], scale)
+            blk_out, blk_lse, aux = block_forward(q, kv[0], kv[1], scale)
+            auxes.append(aux)
             out, lse = (blk_out.float(), blk_lse) if out is None else _merge(out, lse, blk_out, blk_lse)
             if pending is not None:
                 kv = pending.wait()
         out = out.to(q.dtype)
         ctx.save_for_backward(q, k, v, out, lse)
-        ctx.group, ctx.scale = group, scale
+        ctx.group, ctx.scale, ctx.auxes = group, scale, auxes
         return out
 
     @staticmethod
@@ -53,7 +55,7 @@ class _RingAttention(Function):
         kv, dq, dkv = [k, v], torch.zeros_like(q, dtype=torch.float32), None
         for step in range(n):
             pending_kv = ring.start(kv, "ring_kv", KV_TAG) if step < n - 1 else None
-            dq_b, dk_b, dv_b = block_backward(dout, q, kv[0], kv[1], out, lse, ctx.scale)
+            dq_b, dk_b, dv_b = block_backward(dout, q, kv[0], kv[1], out, lse, ctx.scale, ctx.auxes[step])
             dq += dq_b
             if dkv is None:
                 acc = [dk_b.float(), dv_b.float()]
