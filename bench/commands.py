@@ -46,6 +46,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     o.add_argument("--out", default="results/runs", help="directory for the records file")
     o.add_argument("--records-file", default=None, help="append to this file instead of one under --out")
     o.add_argument("--json", action="store_true", help="print the record as JSON on stdout (no progress bar)")
+    o.add_argument("--outcome-prefix", default=None, metavar="PREFIX",
+                   help="env/slurm launchers: each rank writes PREFIX.r<rank>.beat (step) and .outcome (sweep jobs)")
 
 
 def config_from_args(args) -> RunConfig:
@@ -60,7 +62,8 @@ def cmd_run(args) -> int:
     from .record import result_line
     cfg = config_from_args(args)
     path = Path(args.records_file) if args.records_file else default_records_file(args.out)
-    rec = run_config(cfg, path, progress=not args.json and sys.stderr.isatty(), hardware=args.hardware)
+    rec = run_config(cfg, path, progress=not args.json and sys.stderr.isatty(), hardware=args.hardware,
+                     outcome_prefix=args.outcome_prefix)
     if not rec:          # a non-zero rank under an external launcher
         return 0
     if args.json:

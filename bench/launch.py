@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import multiprocessing as mp
 import os
 import signal
@@ -199,8 +200,11 @@ def _first_host(nodelist: str) -> str:
     return nodelist.split(",")[0].split("[")[0]
 
 
-def launch_env(cfg: RunConfig, progress: bool = False) -> Outcome:
-    """This process is one rank of an externally launched world; rank 0 gets the metrics."""
+def launch_env(cfg: RunConfig, progress: bool = False, outcome_prefix: str | None = None) -> Outcome:
+    """This process is one rank of an externally launched world; rank 0 gets the metrics.
+
+    outcome_prefix (sweep jobs): this rank writes `<prefix>.r<rank>.beat` (the step it started,
+    each step) and `<prefix>.r<rank>.outcome` (how it ended), so the job can name the culprit rank."""
     import torch
     if cfg.launcher == "slurm":
         slurm_to_env()
@@ -212,11 +216,22 @@ def launch_env(cfg: RunConfig, progress: bool = False) -> Outcome:
     from .methods import comm
     from .worker import run_rank
     rank = int(os.environ.get("RANK", "0"))
+    files = {k: f"{outcome_prefix}.r{rank}.{k}" for k in ("beat", "outcome")} if outcome_prefix else None
+    beat = (lambda step: _write_file(files["beat"], str(step))) if files else (lambda step: None)
     try:
         comm.init(cfg.backend, rank, world, init_method="env://", timeout_s=cfg.timeout_s)
-        metrics = run_rank(cfg, progress)
-        return Outcome("ok", metrics=metrics)
+        outcome = Outcome("ok", metrics=run_rank(cfg, progress, beat=beat))
     except BaseException as e:  # noqa: BLE001
-        return Outcome(classify(e), f"rank {rank}: {type(e).__name__}: {e}")
-    finally:
-        comm.destroy()
+        outcome = Outcome(classify(e), f"rank {rank}: {type(e).__name__}: {e}")
+    if files:
+        _write_file(files["outcome"], json.dumps({"status": outcome.status, "error": outcome.error}))
+    comm.destroy()
+    return outcome
+
+
+def _write_file(path: str, text: str) -> None:
+    """Write then rename: a reader on another node never sees half of it."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)

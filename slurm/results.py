@@ -18,7 +18,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
-from dspbench.record import read_dir, read_records
+from dspbench.record import read_dir
 
 from .journal import in_flight
 
@@ -156,14 +156,14 @@ def _failure_line(r: dict) -> str:
 
 
 def _log_hint(root: Path, rid: str) -> list[str]:
-    """Where the ranks' output is (SLURM/debug jobs) and what the other ranks reported: rank 0's error
-    is often only the symptom of a peer's crash (`Connection closed by peer`)."""
+    """Where the ranks' output is (SLURM/debug jobs) and how each rank ended (slurm/outcome.py): the
+    record names the culprit, the others' ends show what followed from it."""
     logs = sorted(root.glob(f"logs/*/*/{rid}.r*.log"))
     if not logs:
         return []
     hints = [f"      rank logs: {logs[-1].parent}/{rid}.r*.log"]
-    for path in sorted(root.glob(f"logs/*/*/{rid}.r*.result")):
-        for rec in read_records(path)[0]:
-            if rec.get("error"):
-                hints.append(f"      {rec['error'][:200]}")
+    for path in sorted(logs[-1].parent.glob(f"{rid}.r*.outcome")):
+        got = read_json(path, {})
+        if got.get("status") not in (None, "ok"):
+            hints.append(f"      {path.name.split('.')[-2]}: {got['status']}: {(got.get('error') or '')[:200]}")
     return hints
