@@ -59,6 +59,17 @@ class RunConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.warmup < 0:
             raise ValueError(f"warmup must be >= 0, got {self.warmup}")
+        self.validate_names()
+
+    def validate_names(self) -> None:
+        """An unknown method or model is an error (a typo, a plugin not installed yet), never an
+        `unsupported` record: sweeps keep those forever, so the point would never be retried."""
+        from .methods import unknown_method
+        from .models import MODELS
+        if why := unknown_method(self.method):
+            raise ValueError(why)
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}; known: {', '.join(sorted(MODELS))}")
 
     def run_id(self) -> str:
         return run_id(self)

@@ -178,8 +178,22 @@ def _poll(conn, proc, rank: int, steps: list[int]):
 
 
 # ---------------------------------------------------------------- env / torchrun / slurm
+ENV_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")   # torch.distributed's env://
+SLURM_VARS = ("SLURM_PROCID", "SLURM_NTASKS")                       # the rest have defaults
+
+
+def require_env(launcher: str, names: tuple[str, ...], hint: str) -> None:
+    """Every variable a launcher needs, all missing ones named at once (a usage error: exit 2)."""
+    missing = [n for n in names if not os.environ.get(n)]
+    if missing:
+        raise ValueError(f"--launcher {launcher} needs {', '.join(names)} in the environment; missing: "
+                         f"{', '.join(missing)}. {hint}")
+
+
 def slurm_to_env() -> None:
     """Derive torch.distributed's env:// variables from SLURM's (as srun sets them per task)."""
+    require_env("slurm", SLURM_VARS, "Run it as a step of an allocation (srun dspbench run --launcher slurm ..."
+                ", inside sbatch or salloc), or use --launcher local to start the ranks here.")
     env = os.environ
     env.setdefault("RANK", env["SLURM_PROCID"])
     env.setdefault("WORLD_SIZE", env["SLURM_NTASKS"])
@@ -205,9 +219,11 @@ def launch_env(cfg: RunConfig, progress: bool = False, outcome_prefix: str | Non
 
     outcome_prefix (sweep jobs): this rank writes `<prefix>.r<rank>.beat` (the step it started,
     each step) and `<prefix>.r<rank>.outcome` (how it ended), so the job can name the culprit rank."""
-    import torch
     if cfg.launcher == "slurm":
         slurm_to_env()
+    require_env(cfg.launcher, ENV_VARS, "torchrun sets them (torchrun --nproc-per-node N -m dspbench.cli run "
+                "--launcher torchrun ...); or use --launcher local to start the ranks here.")
+    import torch
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world != cfg.gpus:
         return Outcome("error", f"--gpus {cfg.gpus} but the launcher started {world} ranks (WORLD_SIZE)")

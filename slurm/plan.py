@@ -78,8 +78,7 @@ def _combos(grid: dict):
 def _config(spec: SweepSpec, grid: int, values: dict) -> RunConfig:
     cfg = RunConfig(**values)
     try:
-        known_names(cfg)
-        cfg.validate()
+        cfg.validate()     # unknown methods and models included: a spec error, not `unsupported`
         if cfg.sp == "auto" and not spec.hardware:
             raise ValueError('sp="auto" needs [sweep] hardware = "PROFILE" (the memory model picks the degree)')
         cfg = _resolve_auto(cfg, spec.hardware)
@@ -88,17 +87,6 @@ def _config(spec: SweepSpec, grid: int, values: dict) -> RunConfig:
                           if k not in spec.fixed and k != "launcher" and (k != "repeat" or spec.repeats > 1))
         raise SpecError(f"{spec.path}: [[grid]] #{grid + 1} point ({point}): {e}") from None
     return cfg
-
-
-def known_names(cfg: RunConfig) -> None:
-    """An unknown method or model is a spec error (a typo, a plugin not installed yet), never an
-    `unsupported` record: those are kept forever, and the point would never be retried."""
-    from dspbench.methods import unknown_method
-    from dspbench.models import MODELS
-    if why := unknown_method(cfg.method):
-        raise ValueError(why)
-    if cfg.model not in MODELS:
-        raise ValueError(f"unknown model {cfg.model!r}; known: {', '.join(sorted(MODELS))}")
 
 
 def _resolve_auto(cfg: RunConfig, hardware: str) -> RunConfig:
