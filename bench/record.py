@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 SCHEMA_VERSION = 1
@@ -32,13 +33,21 @@ def append_record(path: str | os.PathLike, record: dict) -> None:
     """Append one line with a single write(2) on an O_APPEND descriptor, then fsync.
 
     The kernel performs a regular-file write as one unit and a signal cannot split it, so a killed
-    writer leaves either the whole line or nothing; concurrent appenders never interleave.
+    writer leaves either the whole line or nothing; concurrent appenders never interleave. A file that
+    ends without a newline anyway (a crash of the machine, a full disk, an NFS client, another tool)
+    has a torn last line: the append terminates it first, so the new record stays a line of its own,
+    and says so on stderr (readers report the torn line, file:line, as corrupt).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = (json.dumps(record, sort_keys=True, default=str) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            print(f"dspbench: data problem: {path} ended in a torn line (no newline after byte {size}); "
+                  "terminated it before appending a record", file=sys.stderr)
+            data = b"\n" + data
         written = os.write(fd, data)
         if written != len(data):
             raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
@@ -52,25 +61,33 @@ def result_line(record: dict) -> str:
 
 
 def read_records(path: str | os.PathLike) -> tuple[list[dict], list[str]]:
-    """(records, problems): corrupt or truncated lines are reported with file:line and skipped."""
+    """(records, problems): corrupt or truncated lines are reported with file:line and skipped.
+
+    Read as bytes and split on newline bytes only: a bare carriage return (or any other byte) inside a
+    corrupt line is no line break, so every file:line is the line `sed -n Np` shows. A last line
+    without its newline is torn (a killed writer) unless it is a whole record."""
     records, problems = [], []
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                problems.append(f"{path}:{lineno}: corrupt record skipped ({e.msg})")
-                continue
-            if not isinstance(rec, dict) or "run_id" not in rec or "status" not in rec:
-                problems.append(f"{path}:{lineno}: not a dspbench record (no run_id/status), skipped")
-                continue
-            if rec.get("schema_version") != SCHEMA_VERSION:
-                problems.append(f"{path}:{lineno}: schema_version {rec.get('schema_version')!r} != "
-                                f"{SCHEMA_VERSION}, skipped")
-                continue
-            records.append(rec)
+    lines = Path(path).read_bytes().split(b"\n")
+    for lineno, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        torn = " (the last line, without a newline: a torn write)" if lineno == len(lines) else ""
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            problems.append(f"{path}:{lineno}: corrupt record skipped (not UTF-8){torn}")
+            continue
+        except json.JSONDecodeError as e:
+            problems.append(f"{path}:{lineno}: corrupt record skipped ({e.msg}){torn}")
+            continue
+        if not isinstance(rec, dict) or "run_id" not in rec or "status" not in rec:
+            problems.append(f"{path}:{lineno}: not a dspbench record (no run_id/status), skipped")
+            continue
+        if rec.get("schema_version") != SCHEMA_VERSION:
+            problems.append(f"{path}:{lineno}: schema_version {rec.get('schema_version')!r} != "
+                            f"{SCHEMA_VERSION}, skipped")
+            continue
+        records.append(rec)
     return records, problems
 
 

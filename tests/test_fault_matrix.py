@@ -149,3 +149,23 @@ def test_kill_9_of_a_local_sweep_mid_configuration_then_resume_runs_each_once(tm
     p.wait()
     assert subprocess.run(cmd, capture_output=True, timeout=240).returncode == 0
     exactly_once_ok(record_counts(root), 2)
+
+
+def test_a_torn_records_tail_reruns_that_configuration_once_and_is_reported(tmp_path):
+    """The writer of the last record was killed mid-line (simulated: the file cut inside it). A resume
+    reruns that configuration, once; the torn line is reported file:line as a data problem."""
+    path = tmp_path / "torn.toml"
+    path.write_text(textwrap.dedent(HEAD.format(name="torn", partition="debug")
+                                    + '[[grid]]\nmethod = ["single"]\nseed = [0, 1]\n'))
+    root = tmp_path / "results"
+    cmd = SWEEP + [str(path), "--results", str(root)]
+    assert subprocess.run(cmd, capture_output=True, timeout=240).returncode == 0
+    (records,) = (root / "records").glob("*.jsonl")
+    data = records.read_bytes()
+    records.write_bytes(data[:data.rindex(b"\n", 0, len(data) - 1) + 40])     # cut 40 bytes into the last line
+    torn_rid = data.rsplit(b"\n", 2)[1].split(b'"run_id": "')[1][:12].decode()
+    plan, _ = prepare(str(path), "local", str(root))
+    assert [c.run_id() for c in plan.todo] == [torn_rid]
+    assert subprocess.run(cmd, capture_output=True, timeout=240).returncode == 0
+    exactly_once_ok(record_counts(root), 2)
+    assert f"{records}:2: corrupt record skipped" in status_report(root)
