@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .plan import EXECUTORS
+from dspbench.slurm.plan import EXECUTORS
 
 DEFAULT_SWEEP = "cpu_smoke"   # the embedded default: every method on the tiny model, a minute on a laptop
 
@@ -26,7 +26,7 @@ def add_sweep_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from .results import status_report
+    from dspbench.slurm.results import status_report
     if args.sweep == "status":
         if not args.dir:
             raise ValueError("usage: dspbench sweep status DIR")
@@ -34,9 +34,9 @@ def cmd_sweep(args) -> int:
         return 0
     if args.dir:
         raise ValueError(f"unexpected argument {args.dir!r} (only `dspbench sweep status DIR` takes two)")
-    from .execute import prepare, results_root, run_plan
-    from .lock import results_lock
-    from .plan import plan_table
+    from dspbench.slurm.execute import prepare, results_root, run_plan
+    from dspbench.slurm.lock import results_lock
+    from dspbench.slurm.plan import plan_table
     if args.dry_run:     # reads only: no lock
         print(plan_table(prepare(args.sweep, args.executor, args.results, args.retry_failed)[0]))
         return 0
@@ -52,3 +52,9 @@ def cmd_sweep(args) -> int:
     print()
     print(status_report(root))
     return 1 if any(counts.get(s) for s in ("error", "oom", "timeout")) else 0
+
+
+COMMANDS = {
+    "sweep": ("run a sweep spec (TOML grid) here or on SLURM, resumable; `sweep status DIR` summarises one",
+              add_sweep_args, cmd_sweep),
+}

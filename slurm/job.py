@@ -30,11 +30,11 @@ from pathlib import Path
 
 import submitit
 
-from dspbench.config import RunConfig
-from dspbench.record import append_record, read_records
+from dspbench.records.config import RunConfig
+from dspbench.records.io import append_record, read_records
 
-from .outcome import compose, gather, paths, silent_exit, write_outcome
-from .plan import DRAIN_MARGIN_S, GRACE_S
+from dspbench.slurm.outcome import compose, gather, paths, silent_exit, write_outcome
+from dspbench.slurm.plan import DRAIN_MARGIN_S, GRACE_S
 
 RELEASE_S = 5.0         # other ranks may linger this long once rank 0 is done with a configuration
 POLL_S = 0.2
@@ -281,8 +281,7 @@ def _own_outcomes(task: Task, run: Running, killed: set[int]) -> None:
 
 
 def _bare_record(cfg: RunConfig) -> dict:
-    from dspbench.harness import build_record    # imports torch: only on this path
-    from dspbench.launch import Outcome
+    from dspbench.records.build import Outcome, build_record    # imports torch: only on this path
     return build_record(cfg, Outcome("error", ""))
 
 

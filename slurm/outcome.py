@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dspbench.config import RunConfig
+from dspbench.records.config import RunConfig
 
 OUTCOME_WAIT_S = 5.0    # how long task 0 waits for other nodes' ranks to leave their outcome
 
@@ -82,7 +82,7 @@ def gather(prefix: Path, world: int, local_codes: dict[int, int | None], wait_re
 
 def compose(cfg: RunConfig, ends: dict[int, RankEnd], killed: bool) -> tuple[str, str]:
     """(status, error) of a configuration that did not end ok, named after its culprit rank."""
-    from dspbench.launch import Outcome, _root_cause, _timeout_message   # noqa: F401 - one culprit rule
+    from dspbench.run.launch import _root_cause, _timeout_message   # dspbench run's culprit rule
     failures = [(o.outcome[0], o.outcome[1] if o.outcome[1].startswith("rank ") else f"rank {r}: {o.outcome[1]}", "")
                 for r, o in sorted(ends.items()) if o.outcome is not None and o.outcome[0] != "ok"]
     pending = {r for r, o in ends.items() if o.outcome is None}
@@ -100,5 +100,5 @@ def compose(cfg: RunConfig, ends: dict[int, RankEnd], killed: bool) -> tuple[str
 
 
 def _is_symptom(error: str) -> bool:
-    from dspbench.launch import _PEER_SYMPTOMS
+    from dspbench.run.launch import _PEER_SYMPTOMS
     return any(s in error for s in _PEER_SYMPTOMS)

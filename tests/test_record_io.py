@@ -2,7 +2,7 @@
 tail (a writer killed mid-line) first terminates it, so the new record is never swallowed."""
 import json
 
-from dspbench.record import SCHEMA_VERSION, append_record, read_records
+from dspbench.records.io import SCHEMA_VERSION, append_record, read_records
 
 
 def rec(rid: str) -> dict:

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from dspbench.cli import main
-from dspbench.record import append_record, read_dir
+from dspbench.records.io import append_record, read_dir
 from dspbench.slurm.journal import read_journal, write_intent, write_submitted
 from dspbench.slurm.lock import results_lock
 from dspbench.slurm.results import record_counts, status_report
@@ -73,9 +73,8 @@ def test_wait_queues_behind_the_holder_and_a_dead_holder_leaves_no_lock(tmp_path
 
 
 def test_status_reports_duplicate_records_per_run_id(tmp_path):
-    from dspbench.config import RunConfig
-    from dspbench.harness import build_record
-    from dspbench.launch import Outcome
+    from dspbench.records.build import Outcome, build_record
+    from dspbench.records.config import RunConfig
     root = tmp_path / "results"
     a, b = RunConfig(method="single", seed=0), RunConfig(method="single", seed=1)
     for cfg, status in ((a, "ok"), (a, "ok"), (b, "error"), (b, "ok")):
