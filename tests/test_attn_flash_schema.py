@@ -19,7 +19,8 @@ FWD, BWD = aten._scaled_dot_product_flash_attention.default, aten._scaled_dot_pr
 HANDED = {"cum_seq_q": "cum_seq_q", "cum_seq_k": "cum_seq_k", "max_q": "max_q", "max_k": "max_k",
           "rng_state": "philox_seed", "unused": "philox_offset"}
 TYPES = {"Tensor": (torch.Tensor, type(None)),   # None is an undefined tensor, as the forward returns it
-         "SymInt": (int,), "int": (int,), "float": (float,), "bool": (bool,), "float?": (float, type(None)), "Optional[float]": (float, type(None))}
+         "SymInt": (int,), "int": (int,), "float": (float,), "bool": (bool,),
+         "float?": (float, type(None)), "Optional[float]": (float, type(None))}
 
 
 def fake_forward(q, k, v, dropout_p, is_causal, return_debug_mask, *, scale=None):

@@ -69,7 +69,8 @@ def settle(root: Path, timeout: float = 240) -> dict:
     try:
         wait_gone(journalled_jobs(root), timeout)
     finally:
-        subprocess.run(["scancel", *journalled_jobs(root)], capture_output=True, timeout=30) if journalled_jobs(root) else None
+        if left := journalled_jobs(root):
+            subprocess.run(["scancel", *left], capture_output=True, timeout=30)
     return record_counts(root)
 
 
