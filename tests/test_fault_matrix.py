@@ -75,6 +75,7 @@ def settle(root: Path, timeout: float = 240) -> dict:
 
 
 def exactly_once_ok(counts: dict, n: int) -> None:
+    print(f"\nmatrix counts per run_id: {({rid: dict(c) for rid, c in sorted(counts.items())})}")   # -s shows it
     assert len(counts) == n and all(c == {"ok": 1} for c in counts.values()), counts
 
 

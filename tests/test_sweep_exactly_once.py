@@ -121,5 +121,6 @@ def test_local_sweeps_started_together_run_every_configuration_once(tmp_path):
     outs = [p.communicate(timeout=240)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     counts = record_counts(root)
+    print(f"\nmatrix counts per run_id: {({rid: dict(c) for rid, c in sorted(counts.items())})}")   # -s shows it
     assert len(counts) == 2 and all(c == {"ok": 1} for c in counts.values()), counts
     assert read_dir(root / "records")[1] == []

@@ -122,6 +122,7 @@ def test_cancelled_and_killed_jobs_resume_to_one_ok_record_each(submit):
     more = list(run_plan(plan, root))
     assert wait_all(more, timeout=150) == ["COMPLETED"] * len(more)
     recs = ok_records(root)
+    print(f"\nmatrix statuses per run_id: {recs}")   # -s shows it
     assert len(recs) == 4 and all(s == ["ok"] for s in recs.values()), recs
 
 
