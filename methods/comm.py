@@ -122,11 +122,31 @@ def _send_buffer(view: torch.Tensor) -> torch.Tensor:
         return buf[: view.numel()].view(view.shape).copy_(view)
 
 
+A2A_STYLES = ("single", "list")
+_A2A = {"style": "single"}   # per process: a run's `--a2a`, set once by the worker
+
+
+def set_a2a_style(style: str) -> str:
+    """How blocking all-to-alls go on the wire; returns the previous style. `single`: one
+    contiguous all_to_all_single (ours); `list`: the reference code's tensor_split, list
+    all_to_all and cat (VideoSys). Same bytes, same ledger event; only copies and calls differ."""
+    if style not in A2A_STYLES:
+        raise ValueError(f"a2a style must be one of {A2A_STYLES}, got {style!r}")
+    prev, _A2A["style"] = _A2A["style"], style
+    return prev
+
+
 def _all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group: Group, tag: str) -> torch.Tensor:
     """Split `scatter_dim` into n chunks, send chunk j to rank j, concatenate received along `gather_dim`."""
     n = size(group)
     if n == 1:
         return x
+    if _A2A["style"] == "list":
+        from .comm_raw import ref_all_to_all   # the reference's transfer, recorded here like ours
+        with _watch(group, x.device) as w:
+            out = ref_all_to_all(x, scatter_dim, gather_dim, group)
+        ledger.record("all_to_all", _phase(), n, _nbytes(x), tag, w.elapsed)
+        return out
     # (.., d_s, ..) -> (n, .., d_s/n, ..): the one copy into a contiguous send buffer.
     send = _send_buffer(x.unflatten(scatter_dim, (n, x.shape[scatter_dim] // n)).movedim(scatter_dim, 0))
     recv = torch.empty_like(send)

@@ -61,3 +61,11 @@ def test_frames_not_divisible_rejected_cleanly(rank_pool, method):
 def test_dsp_rejects_spatial_not_divisible(rank_pool):
     res = rank_pool(4).run(ot.oracle_case, "dsp", "stdit-tiny", (1, 4, 6), 4)
     assert "spatial tokens S=6 is not divisible by the SP degree 4" in res[0]["unsupported"]
+
+
+@pytest.mark.parametrize("method", ["dsp", "ulysses", "ulysses_all", "usp"])
+@pytest.mark.parametrize("world", [2, 4])
+def test_list_style_all_to_all_stays_exact(rank_pool, world, method):
+    # --a2a list: the reference code's transfer; the same bytes, so ledger == formula still holds.
+    assert_matches_oracle(rank_pool(world).run(ot.oracle_case, method, "stdit-tiny", (2, 4, 16), world,
+                                               a2a="list"), world)
