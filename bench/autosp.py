@@ -19,7 +19,7 @@ def candidates(gpus: int) -> list[int]:
     return [d for d in range(1, gpus + 1) if gpus % d == 0]
 
 
-def why_not(cfg: RunConfig, sp: int, profile: Profile, zero: int = 0) -> str | None:
+def why_not(cfg: RunConfig, sp: int, profile: Profile, zero: int | None = None) -> str | None:
     """Why `cfg` at this SP degree cannot run on the profile (constraint or OOM), or None."""
     spec = get_method(cfg.method)
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
@@ -34,7 +34,7 @@ def why_not(cfg: RunConfig, sp: int, profile: Profile, zero: int = 0) -> str | N
     return None
 
 
-def resolve_sp(cfg: RunConfig, hardware: str | Profile, zero: int = 0) -> int | str:
+def resolve_sp(cfg: RunConfig, hardware: str | Profile, zero: int | None = None) -> int | str:
     """The minimum SP degree (a divisor of cfg.gpus) for cfg.method that fits, or why none does."""
     profile = hardware if isinstance(hardware, Profile) else load_profile(hardware)
     reasons = []
@@ -46,7 +46,7 @@ def resolve_sp(cfg: RunConfig, hardware: str | Profile, zero: int = 0) -> int | 
     return f"no SP degree fits {cfg.method} on {cfg.gpus} x {profile.name}: " + "; ".join(reasons)
 
 
-def resolved(cfg: RunConfig, hardware: str | Profile | None, zero: int = 0) -> tuple[RunConfig, str | None]:
+def resolved(cfg: RunConfig, hardware: str | Profile | None, zero: int | None = None) -> tuple[RunConfig, str | None]:
     """(cfg with a numeric sp, None) or (cfg unchanged, why sp cannot be resolved)."""
     if cfg.sp != "auto":
         return cfg, None

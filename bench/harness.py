@@ -5,6 +5,7 @@ derive throughput/MFU -> record (appended atomically, printed as a <RESULT> line
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import sys
@@ -12,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import measure
-from .config import RunConfig
+from .config import RunConfig, flops_factors
 from .launch import Outcome, launch_env, launch_local
 from .methods import Dims, get_method
 from .models import Shape, get_config
@@ -32,6 +33,8 @@ def unsupported_reason(cfg: RunConfig) -> str | None:
     sp = int(cfg.sp)
     if sp < 1 or cfg.gpus % sp:
         return f"sp={sp} does not divide gpus={cfg.gpus}"
+    if cfg.zero and importlib.util.find_spec("deepspeed") is None:
+        return f"zero={cfg.zero} runs on DeepSpeed's engine, which is not installed (pip install 'dspbench[deepspeed]')"
     if cfg.backend == "nccl" and cfg.launcher == "local":
         import torch
         if torch.cuda.device_count() < cfg.gpus:
@@ -53,13 +56,15 @@ def derived(cfg: RunConfig, metrics: dict) -> dict:
     samples = cfg.global_batch / med
     mcfg = get_config(cfg.model)
     per_sample = flops_per_sample(mcfg, Shape(1, cfg.frames, cfg.spatial))
-    factor = {"train": 4 if cfg.grad_ckpt else 3, "infer": 1, "sample": cfg.sample_steps}[cfg.mode]
+    model_x, hw_x = flops_factors(cfg)
     peak = measure.peak_flops(metrics.get("device_name", ""), cfg.dtype)
     return {
         "samples_per_s": samples,
         "tokens_per_s": samples * cfg.frames * cfg.spatial,
-        "flops_per_step": per_sample * factor * cfg.global_batch,
-        "mfu": None if peak is None else per_sample * factor * samples / (cfg.gpus * peak),
+        "flops_per_step": per_sample * model_x * cfg.global_batch,
+        "hardware_flops_per_step": per_sample * hw_x * cfg.global_batch,
+        "mfu": None if peak is None else per_sample * model_x * samples / (cfg.gpus * peak),
+        "hfu": None if peak is None else per_sample * hw_x * samples / (cfg.gpus * peak),
         "peak_mem_bytes": max(metrics["peak_mem_bytes_per_rank"]),
     }
 
@@ -70,7 +75,7 @@ def build_record(cfg: RunConfig, outcome: Outcome) -> dict:
            "sp": None if cfg.sp == "auto" else int(cfg.sp), "dp": None if cfg.sp == "auto" else cfg.dp, **model_facts(cfg)}
     empty = {k: None for k in ("step_time_median_s", "step_time_p10_s", "step_time_p90_s", "samples_per_s",
                                "tokens_per_s", "peak_mem_bytes", "losses", "comm_wire_bytes", "comm",
-                               "oracle_max_abs_err", "mfu")}
+                               "oracle_max_abs_err", "mfu", "hfu", "engine_comm", "attn_kernel")}
     rec.update(empty)
     m = outcome.metrics or {}
     rec.update({k: v for k, v in m.items() if k != "device_name"})

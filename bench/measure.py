@@ -7,19 +7,28 @@ import time
 
 import torch
 
-# Dense bf16 peak FLOP/s per device (vendor datasheets); MFU is null where the device is unknown.
+# Dense (no sparsity) bf16/fp16 tensor-core peak FLOP/s per exact SKU, keyed by the name
+# torch.cuda.get_device_name reports. Sources: NVIDIA H100 Tensor Core GPU datasheet (table
+# "Technical Specifications": H100 SXM 1,979 / H100 NVL 1,671 / H100 PCIe 1,513 TFLOPS BF16 with
+# sparsity, halved for dense); NVIDIA H200 datasheet (H200 SXM 1,979, H200 NVL 1,671); NVIDIA A100
+# datasheet (table "NVIDIA A100 Tensor Core GPU Specifications": 312 TFLOPS BF16 dense, SXM and
+# PCIe). A name not listed (including H800/A800, whose torch names we have not seen) gets no MFU.
 PEAK_FLOPS = {
-    "H100": 989e12, "H800": 989e12, "H200": 989e12, "A100": 312e12, "A800": 312e12,
+    "NVIDIA H100 80GB HBM3": 989.5e12,      # H100 SXM5
+    "NVIDIA H100 NVL": 835.5e12,
+    "NVIDIA H100 PCIe": 756.5e12,
+    "NVIDIA H200": 989.5e12,                # H200 SXM
+    "NVIDIA H200 NVL": 835.5e12,
+    "NVIDIA A100-SXM4-80GB": 312e12, "NVIDIA A100-SXM4-40GB": 312e12,
+    "NVIDIA A100-PCIE-40GB": 312e12, "NVIDIA A100 80GB PCIe": 312e12,
 }
 
 
 def peak_flops(device_name: str, dtype: str) -> float | None:
+    """The device's dense peak for `dtype`, by exact SKU name; None where unknown (no MFU then)."""
     if dtype == "fp32":
         return None   # TF32/FP32 peaks differ by kernel choice; report MFU for bf16/fp16 only
-    for key, value in PEAK_FLOPS.items():
-        if key in device_name:
-            return value
-    return None
+    return PEAK_FLOPS.get(device_name.strip())
 
 
 class StepTimer:
@@ -63,6 +72,40 @@ def summarize(step_times: list[float]) -> dict:
 
 
 def peak_memory_bytes(device: torch.device) -> int:
+    """Peak since the last `reset_peak_memory`: CUDA's allocator peak, or on Linux CPU the
+    process's resident high-water mark (VmHWM; ru_maxrss where /proc is missing: never reset)."""
     if device.type == "cuda":
         return int(torch.cuda.max_memory_allocated(device))
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024   # Linux: KiB
+    return _status_kib("VmHWM") * 1024 or int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def current_memory_bytes(device: torch.device) -> int:
+    if device.type == "cuda":
+        return int(torch.cuda.memory_allocated(device))
+    return _status_kib("VmRSS") * 1024
+
+
+def reset_peak_memory(device: torch.device) -> bool:
+    """Start a new peak (after the oracle and the warm-up, so neither is counted). On CPU, writing
+    5 to /proc/self/clear_refs resets VmHWM to the current RSS (Linux >= 4.0, proc(5)). False where
+    the peak cannot be reset: the record then carries the process's lifetime peak."""
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+        return True
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _status_kib(field: str) -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0

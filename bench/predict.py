@@ -14,7 +14,8 @@ from pathlib import Path
 
 from .autosp import resolved
 from .config import RunConfig
-from .cost_model import flops_factor, predict
+from .config import flops_factors
+from .cost_model import predict
 from .hardware import Profile, available_profiles, load_profile
 from .launch import Outcome
 from .methods.ledger import untag
@@ -33,9 +34,14 @@ def device_label(profile: Profile) -> str:
     return d if d.lower().startswith(("cpu", "nvidia")) else f"NVIDIA {d}"
 
 
-def predicted_record(cfg: RunConfig, profile: Profile, zero: int = 0) -> dict:
+def predicted_record(cfg: RunConfig, profile: Profile, zero: int | None = None) -> dict:
+    """`zero` (deprecated spelling): sets cfg.zero."""
+    from dataclasses import replace
     from .harness import build_record, unsupported_reason
+    if zero is not None:
+        cfg = replace(cfg, zero=zero)
     cfg.validate()
+    zero = cfg.zero
     cfg, reason = resolved(cfg, profile, zero)
     # Not this machine's devices: only the method's constraints (a local nccl run would check CUDA here).
     reason = reason or unsupported_reason(_sp1(cfg, cfg.sp, "env"))
@@ -43,7 +49,8 @@ def predicted_record(cfg: RunConfig, profile: Profile, zero: int = 0) -> dict:
              "predicted_compute_time_s": None, "predicted_optimizer_time_s": None,
              "predicted_peak_mem_bytes": None, "predicted_mem": None, "step_times_s": None,
              "peak_mem_bytes_per_rank": None, "comm_tagged": None, "comm_time_s": None,
-             "comm_formula_match": None, "comm_symmetric": None, "flops_per_step": None}
+             "comm_formula_match": None, "comm_symmetric": None, "flops_per_step": None,
+             "mem_base_bytes_per_rank": None, "peak_mem_reset": None}
     if reason:
         rec = build_record(cfg if cfg.sp != "auto" else _sp1(cfg), Outcome("unsupported", reason))
         return {**rec, **extra, "sp": cfg.sp if cfg.sp != "auto" else None, "environ": _environ(device_label(profile))}
@@ -71,12 +78,15 @@ def _sp1(cfg: RunConfig, sp=1, launcher=None) -> RunConfig:
 
 def _throughput(cfg: RunConfig, step: float, profile: Profile) -> dict:
     per_sample = flops_per_sample(get_config(cfg.model), Shape(1, cfg.frames, cfg.spatial))
-    flops = per_sample * flops_factor(cfg) * cfg.global_batch
+    model_x, hw_x = flops_factors(cfg)
+    flops, hw = per_sample * model_x * cfg.global_batch, per_sample * hw_x * cfg.global_batch
     peak = profile.peak_flops.get(cfg.dtype)
     samples = cfg.global_batch / step
     return {"step_time_median_s": step, "step_time_p10_s": step, "step_time_p90_s": step,
             "step_times_s": [step], "samples_per_s": samples, "tokens_per_s": samples * cfg.frames * cfg.spatial,
-            "flops_per_step": flops, "mfu": flops / step / (cfg.gpus * peak) if peak else None}
+            "flops_per_step": flops, "hardware_flops_per_step": hw,
+            "mfu": flops / step / (cfg.gpus * peak) if peak else None,
+            "hfu": hw / step / (cfg.gpus * peak) if peak else None}
 
 
 # ---------------------------------------------------------------- command (arguments: bench/cost_cli.py)
@@ -86,7 +96,7 @@ def cmd_predict(args) -> int:
     from .record import append_record, result_line
     if not args.hardware:
         raise ValueError(f"predict needs --hardware PROFILE ({', '.join(available_profiles())}, or a calibrated .toml)")
-    rec = predicted_record(config_from_args(args), load_profile(args.hardware), args.zero)
+    rec = predicted_record(config_from_args(args), load_profile(args.hardware))
     path = Path(args.records_file) if args.records_file else default_records_file(args.out)
     append_record(path, rec)
     if args.json:
