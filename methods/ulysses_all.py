@@ -13,9 +13,9 @@ all-to-all undoes exactly that permutation. Correct, and 4 all-to-alls of M/N pe
 """
 from __future__ import annotations
 
-from .common import act_bytes, attentions, heads_divisible, shard_divisible, shard_sequence
-from .spec import MethodSpec, Op
-from .ulysses import B_DIM, L_DIM, UlyssesAttention
+from dspbench.methods.common import act_bytes, attentions, heads_divisible, shard_divisible, shard_sequence
+from dspbench.methods.spec import MethodSpec, Op
+from dspbench.methods.ulysses import B_DIM, L_DIM, UlyssesAttention
 
 
 def _check(cfg, shape, dims):

@@ -25,7 +25,7 @@ def _loss(out, target):
 
 
 def train_losses(method: str, model: str, shape: tuple, sp: int, zero: int, steps: int = 3) -> dict:
-    from dspbench.zero_engine import zero_engine
+    from dspbench.run.zero import zero_engine
     mcfg, shape, dims = get_config(model), Shape(*shape), dims_for(sp)
     spec = get_method(method)
     torch.manual_seed(0)
