@@ -83,3 +83,10 @@ def verdict(model_mfu: float, hw_util: float, bw: dict, bound: dict, ratio: floa
         elif b < 0.1 * link_GBps:
             out.append(f"DSP/{m} needs all-to-alls at {b:.1f} GB/s, under 10% of the link's {link_GBps:.0f} GB/s")
     return "; ".join(out)
+
+
+def predicted_ratio(dsp: RunConfig, base: RunConfig, profile: Profile) -> tuple[float, bool]:
+    """(the model's DSP/base throughput ratio, whether both fit in memory): the ratio of step
+    times is computed even where the memory model predicts OOM, and flagged."""
+    p_d, p_b = predict(dsp, profile), predict(base, profile)
+    return p_b.step_s / p_d.step_s, p_d.fits and p_b.fits
