@@ -30,6 +30,38 @@ def test_profiles_load_with_sources():
             assert key in p.sources, (n, key)
 
 
+DOCUMENTS = ("datasheet", "whitepaper", "paper", "guide", "specification")
+
+
+def source_problem(src: str) -> str | None:
+    """Why a profile value's source is not a real one: a placeholder, or neither a stated
+    assumption with its reason nor a document and the table in it."""
+    s = src.strip().lower()
+    if s.startswith("assumption:"):
+        return None if len(s) >= len("assumption:") + 20 else "an assumption without its reason"
+    if any(d in s for d in DOCUMENTS) and "table" in s:
+        return None
+    return "cites no document and table"
+
+
+@pytest.mark.parametrize("name", available_profiles())
+def test_every_profile_value_cites_a_real_source(name):
+    import tomllib
+    from dspbench.cost.hardware import PROFILE_DIR
+    raw = tomllib.loads((PROFILE_DIR / f"{name}.toml").read_text())
+    values = [f"{sec}.{k}" for sec in ("device", "compute", "overlap") for k in raw.get(sec, {}) if k != "name"]
+    values += [f"link.{lvl}.{k}" for lvl, t in raw.get("link", {}).items() for k in t]
+    sources = raw["sources"]
+    assert not [v for v in values if v not in sources], "values without a source"
+    bad = {k: (src, source_problem(src)) for k, src in sources.items() if source_problem(src)}
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("src", ["h800-nvlink0", "h100-ib1", "TODO", "NVIDIA datasheet", "assumption: tbd"])
+def test_placeholder_sources_are_rejected(src):
+    assert source_problem(src) is not None
+
+
 @pytest.mark.parametrize("op", OPS)
 def test_op_time_monotonic_in_bytes_and_bandwidth(op):
     slow, fast = Link(alpha_s=1e-5, bw_GBps=10), Link(alpha_s=1e-5, bw_GBps=100)
