@@ -54,3 +54,30 @@ def test_engine_traffic_is_accounted_per_group():
     meg = get_method("megatron_sp")
     local = P - meg.sharded_params(cfg) + meg.sharded_params(cfg) // 2
     assert engine_comm(meg, cfg, Dims(sp=2, dp=2), 4, 1)["zero_grads/reduce_scatter.bwd"] == 4 * local // 2
+
+
+@pytest.fixture(scope="module")
+def small_runs(tmp_path_factory):
+    from dspbench.records.config import RunConfig
+    from dspbench.run.harness import run_config
+    out = tmp_path_factory.mktemp("zero_mem")
+    base = dict(method="dsp", model="stdit-small", frames=8, spatial=16, gpus=4, sp=2, warmup=1, iters=2, timeout_s=300)
+    return {z: run_config(RunConfig(**base, zero=z), out / "r.jsonl") for z in (0, 2)}
+
+
+@pytest.mark.parametrize("zero", [0, 2])
+def test_memory_per_rank_measured_beside_the_memory_model(small_runs, zero):
+    # The record carries the memory model's prediction for this very configuration next to what
+    # the run added to each rank's resident memory after its baseline (peak reset after warm-up).
+    rec = small_runs[zero]
+    assert rec["status"] == "ok", rec["error"]
+    assert rec["peak_mem_reset"] and rec["zero"] == zero and rec["comm_formula_match"]
+    model = rec["mem_model"]
+    states = model["weights"] + model["grads"] + model["optimizer"]
+    # the model states the memory model counts must be resident: a lower bound the measurement obeys
+    assert rec["mem_run_bytes"] >= states, (rec["mem_run_bytes"], model)
+    # ZeRO-2 partitions gradients and optimizer state over the 4 ranks (world = dp 2 x sp 2)
+    if zero == 2:
+        z0 = small_runs[0]["mem_model"]
+        assert model["optimizer"] == pytest.approx(z0["optimizer"] * 12 / 8 / 4)
+        assert model["grads"] == pytest.approx(z0["grads"] / 4)

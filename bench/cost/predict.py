@@ -48,7 +48,7 @@ def predicted_record(cfg: RunConfig, profile: Profile, zero: int | None = None) 
              "predicted_peak_mem_bytes": None, "predicted_mem": None, "step_times_s": None,
              "peak_mem_bytes_per_rank": None, "comm_tagged": None, "comm_time_s": None,
              "comm_formula_match": None, "comm_symmetric": None, "flops_per_step": None,
-             "mem_base_bytes_per_rank": None, "peak_mem_reset": None}
+             "mem_base_bytes_per_rank": None, "peak_mem_reset": None, "mem_run_bytes": None, "mem_model": None}
     if reason:
         rec = build_record(cfg if cfg.sp != "auto" else _sp1(cfg), Outcome("unsupported", reason), "predicted")
         return {**rec, **extra, "sp": cfg.sp if cfg.sp != "auto" else None, "environ": _environ(device_label(profile))}
@@ -60,7 +60,7 @@ def predicted_record(cfg: RunConfig, profile: Profile, zero: int | None = None) 
     rec.update(extra)
     rec.update({"environ": _environ(device_label(profile)), "predicted_comm_time_s": p.comm_total_s,
                 "predicted_compute_time_s": p.compute_s, "predicted_optimizer_time_s": p.optimizer_s,
-                "predicted_peak_mem_bytes": p.mem["peak"], "predicted_mem": p.mem,
+                "predicted_peak_mem_bytes": p.mem["peak"], "predicted_mem": p.mem, "mem_model": p.mem,
                 "comm": p.comm_wire, "comm_wire_bytes": sum(p.comm_wire.values()),
                 "comm_time_s": untag(p.comm_s)})
     if p.fits:

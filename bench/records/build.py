@@ -106,7 +106,7 @@ def build_record(cfg: RunConfig, outcome: Outcome, source: str = "measured") -> 
     empty = {k: None for k in ("step_time_median_s", "step_time_p10_s", "step_time_p90_s", "samples_per_s",
                                "tokens_per_s", "peak_mem_bytes", "losses", "comm_wire_bytes", "comm",
                                "oracle_max_abs_err", "oracle_errors", "comm_formula", "mfu", "hfu",
-                               "engine_comm", "attn_kernel")}
+                               "engine_comm", "attn_kernel", "mem_model", "mem_run_bytes")}
     rec.update(empty)
     m = outcome.metrics or {}
     rec.update({k: v for k, v in m.items() if k != "device_name"})

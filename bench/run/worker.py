@@ -15,8 +15,9 @@ from dspbench.models import Shape, build_model, get_config
 from dspbench.run.oracle import check_shape, oracle_errors, within_tolerance
 from dspbench.run.progress import Progress
 from dspbench.run.steps import TORCH_DTYPES, DataStream, make_optimizer, make_step
-from dspbench.run.zero import zero_engine
+from dspbench.run.zero import init_deepspeed_comm, zero_engine
 from dspbench.cost.engine import engine_comm
+from dspbench.cost.memory import memory
 from dspbench.methods.attn_kernels import describe as describe_kernels
 
 
@@ -43,6 +44,8 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None) -> 
     comm.set_a2a_style(cfg.a2a)   # before the oracle: it checks the transfer the run times
     dims = build_dims(int(cfg.sp), cfg.shard)
     oracle = _oracle(cfg, spec, mcfg, shape, dims, device, dtype) if cfg.check else None
+    if cfg.zero:   # import DeepSpeed before the baseline: its modules are not the run's memory
+        init_deepspeed_comm()
     measure.reset_peak_memory(device)
     base_mem = measure.current_memory_bytes(device)   # before the model: what the run itself adds
 
@@ -109,7 +112,12 @@ def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, m
     if cfg.mode == "sample":   # K forward passes per step
         formula = {k: v * cfg.sample_steps for k, v in formula.items()}
     tagged = led.totals()
+    model = memory(spec, mcfg, fshape, dims.sp, dims.dp, cfg.dtype, cfg.mode,
+                   spec.plan(mcfg, fshape, dims, cfg.dtype, "train" if cfg.mode == "train" else "infer",
+                             engine=cfg.zero > 0), cfg.zero)
     return {
+        # the memory model for this very configuration, beside what the run added to each rank
+        "mem_model": model, "mem_run_bytes": max(r["peak_mem"] - r["base_mem"] for r in per_rank),
         "engine_comm": engine_comm(spec, mcfg, dims, TORCH_DTYPES[cfg.dtype].itemsize, cfg.zero) or None,
         "mem_base_bytes_per_rank": [r["base_mem"] for r in per_rank], "peak_mem_reset": mem["reset"],
         "attn_kernel": describe_kernels(device, TORCH_DTYPES[cfg.dtype], mcfg.heads, mcfg.hidden // mcfg.heads),
