@@ -21,7 +21,7 @@ from torch import nn
 from dspbench.methods import comm, comm_external
 from dspbench.methods.common import attentions, heads_divisible, shard_divisible, shard_sequence
 from dspbench.methods.spec import MethodSpec
-from dspbench.methods.ulysses import B_DIM, H_DIM, L_DIM, _forward_ops  # noqa: F401 - B_DIM for callers
+from dspbench.methods.ulysses import H_DIM, L_DIM, _forward_ops
 
 NAME = "ulysses_deepspeed"
 
@@ -93,7 +93,7 @@ class _MarkedLocal(nn.Module):
 
 class DeepSpeedUlyssesAttention(nn.Module):
     """DeepSpeed's DistributedAttention on q, k, v `(B', L/N, H, D)` -> `(B', L/N, H, D)`, or, with
-    `gather_dim=B_DIM` (`ulysses_all`'s attention over an unsharded dim), on `(B'/N, L, H, D)`."""
+    `gather_dim=0` (B': `ulysses_all`'s attention over an unsharded dim), on `(B'/N, L, H, D)`."""
 
     def __init__(self, local: nn.Module, group, gather_dim: int = L_DIM):
         super().__init__()

@@ -52,7 +52,7 @@ def implied_mfu(model: str, frames: int, spatial: int, samples_per_s: float, gpu
 
 def _split(cfg: RunConfig, profile: Profile, busbw: float) -> tuple[float, float]:
     """(F, A): a step's time without its all-to-all wire time, and its all-to-all wire bytes."""
-    p = predict(cfg, profile, zero=2 if cfg.mode == "train" else 0)
+    p = predict(cfg, profile)
     a2a = sum(v for k, v in p.comm_wire.items() if k.startswith("all_to_all."))
     return p.step_s - a2a / busbw, a2a
 

@@ -65,9 +65,8 @@ def _attn_core_flops(mcfg, shape: Shape, shard: str) -> float:
     return mcfg.depth * 4 * shape.batch * shape.tokens * L * mcfg.hidden
 
 
-def predict(cfg: RunConfig, profile: Profile, zero: int | None = None) -> Prediction:
-    """`zero` overrides cfg.zero where given."""
-    zero = cfg.zero if zero is None else zero
+def predict(cfg: RunConfig, profile: Profile) -> Prediction:
+    zero = cfg.zero
     sp = int(cfg.sp)
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
     spec = get_method(cfg.method)
@@ -77,7 +76,7 @@ def predict(cfg: RunConfig, profile: Profile, zero: int | None = None) -> Predic
     engine = zero > 0 and cfg.mode == "train"
     plan = spec.plan(mcfg, shape, dims, cfg.dtype, plan_mode, engine=engine)
     if engine:   # the engine's own gradient reduce-scatter and parameter all-gather
-        plan = plan + engine_ops(spec, mcfg, dims, dtype_size(cfg.dtype), min(zero, 2))
+        plan = plan + engine_ops(spec, mcfg, dims, dtype_size(cfg.dtype), zero)
     reps = cfg.sample_steps if cfg.mode == "sample" else 1
     comm_s = {k: v * reps for k, v in plan_times(profile, plan, dims).items()}
     wire = {k: v * reps for k, v in plan_wire(plan, dims).items()}

@@ -33,14 +33,10 @@ def device_label(profile: Profile) -> str:
     return d if d.lower().startswith(("cpu", "nvidia")) else f"NVIDIA {d}"
 
 
-def predicted_record(cfg: RunConfig, profile: Profile, zero: int | None = None) -> dict:
-    """`zero`, where given, sets cfg.zero."""
-    from dataclasses import replace
-    if zero is not None:
-        cfg = replace(cfg, zero=zero)
+def predicted_record(cfg: RunConfig, profile: Profile) -> dict:
     cfg.validate()
     zero = cfg.zero
-    cfg, reason = resolved(cfg, profile, zero)
+    cfg, reason = resolved(cfg, profile)
     # Not this machine's devices: only the method's constraints (a local nccl run would check CUDA here).
     reason = reason or unsupported_reason(_sp1(cfg, cfg.sp, "env"))
     extra = {"hardware_profile": profile.name, "zero_stage": zero, "predicted_comm_time_s": None,
@@ -52,7 +48,7 @@ def predicted_record(cfg: RunConfig, profile: Profile, zero: int | None = None) 
     if reason:
         rec = build_record(cfg if cfg.sp != "auto" else _sp1(cfg), Outcome("unsupported", reason), "predicted")
         return {**rec, **extra, "sp": cfg.sp if cfg.sp != "auto" else None, "environ": _environ(device_label(profile))}
-    p = predict(cfg, profile, zero)
+    p = predict(cfg, profile)
     status = "predicted" if p.fits else "oom"
     error = None if p.fits else (f"predicted OOM: {p.mem['peak'] / 2**30:.1f} GiB per rank > "
                                  f"{p.usable_bytes / 2**30:.1f} GiB usable on {profile.name}")

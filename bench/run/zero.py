@@ -30,9 +30,6 @@ from dspbench.methods import comm
 from dspbench.cost.engine import BUCKET_ELEMS
 from dspbench.methods.common import is_sharded
 
-ZERO_STAGES = (0, 1, 2)
-
-
 class _Mesh:
     """DeepSpeed's `mpu` interface over our Dims: the groups its engine and ZeRO optimizer ask for."""
 
