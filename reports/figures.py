@@ -17,7 +17,7 @@ from .style import RC, colour, label, order
 MAX_PANELS = 6     # more panels make figures unreadable, and each costs ~0.1 s to draw
 MAX_BARS = 18      # configurations in a bar chart, wrapped in rows of BARS_PER_ROW
 BARS_PER_ROW = 6
-CONTEXT = ("model", "mode", "dtype", "batch", "hardware", "kind")   # panel keys shown only if they vary
+CONTEXT = ("model", "mode", "dtype", "batch", "hardware", "source")   # panel keys shown only if they vary
 OP_COLOURS = {"all_to_all": "#E69F00", "all_gather": "#56B4E9", "reduce_scatter": "#009E73",
               "send_recv": "#F0E442", "all_reduce": "#999999"}
 
@@ -128,7 +128,7 @@ def plot_throughput(best: pd.DataFrame):
             d = g[g["method"] == m].sort_values("gpus")
             err = [d["samples_per_s"] - d["samples_per_s_min"], d["samples_per_s_max"] - d["samples_per_s"]]
             ax.errorbar(d["gpus"], d["samples_per_s"], yerr=err, color=colour(m), marker="o", lw=2,
-                        elinewidth=3, capsize=0, ls="--" if (d["kind"] == "predicted").all() else "-")
+                        elinewidth=3, capsize=0, ls="--" if (d["source"] == "predicted").all() else "-")
         _gpu_axis(ax, best["gpus"])
         ax.set(title=_panel_title(key), xlabel="GPUs (world size)", ylabel="throughput (samples/s)")
     fig.suptitle("Throughput vs GPUs\n(each method at its best SP degree; thick bars: min-max over repeats)")

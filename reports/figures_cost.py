@@ -21,7 +21,7 @@ def _op_frame(runs: pd.DataFrame) -> pd.DataFrame:
     ok = ok.drop_duplicates(["method", "model", "mode", "dtype", "batch", "frames", "spatial", "sp",
                              "shard"])
     rows = []
-    cols = ["method", "model", "mode", "dtype", "batch", "frames", "spatial", "sp", "hardware", "kind"]
+    cols = ["method", "model", "mode", "dtype", "batch", "frames", "spatial", "sp", "hardware", "source"]
     for r in ok[cols + ["comm_tagged", "depth", "sample_steps"]].to_dict("records"):
         passes = r["sample_steps"] if r["mode"] == "sample" else 1
         for k, v in per_op_per_layer(r["comm_tagged"], r["depth"] * passes).items():

@@ -24,7 +24,7 @@ def _ours(best: pd.DataFrame, modes, gpus, frames, spatial, method) -> pd.Series
              & (best["spatial"] == spatial) & (best["method"] == method)]
     if m.empty:
         return None
-    return m.sort_values(["kind", "samples_per_s"], ascending=[True, False]).iloc[0]  # measured first
+    return m.sort_values(["source", "samples_per_s"], ascending=[True, False]).iloc[0]  # measured first
 
 
 def _baseline(best: pd.DataFrame, *args) -> tuple[str, pd.Series | None]:
@@ -50,7 +50,7 @@ def fig3_table(best: pd.DataFrame) -> pd.DataFrame:
                "ours_baseline": base_name}
         row["ours_ratio"] = row["ours_dsp"] / row["ours_ulysses"]
         src = dsp if dsp is not None else base
-        row["ours_on"] = f"{src.kind} on {src.hardware} ({src.model})" if src is not None else "not run"
+        row["ours_on"] = f"{src.source} on {src.hardware} ({src.model})" if src is not None else "not run"
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -69,7 +69,7 @@ def inference_table(best: pd.DataFrame) -> pd.DataFrame:
                      "spatial": p.spatial, "paper_latency_s": float(p.latency_s),
                      "paper_speedup_vs_1gpu": single / p.latency_s,
                      "ours_latency_s": (1 / ours.samples_per_s) if ours is not None else np.nan,
-                     "ours_on": f"{ours.kind} on {ours.hardware} ({ours.model}, "
+                     "ours_on": f"{ours.source} on {ours.hardware} ({ours.model}, "
                                 f"{int(ours.sample_steps)} steps)" if ours is not None else "not run"})
     return pd.DataFrame(rows)
 
@@ -78,7 +78,7 @@ def ratio_summary(speedups: pd.DataFrame) -> pd.DataFrame:
     """Our DSP/Ulysses ratios on every configuration we ran, with where they come from."""
     s = speedups[speedups["baseline"].isin(ULYSSES)] if not speedups.empty else speedups
     cols = ["mode", "model", "gpus", "frames", "spatial", "baseline", "speedup", "speedup_lo",
-            "speedup_hi", "kind", "hardware"]
+            "speedup_hi", "source", "hardware"]
     return s[cols].reset_index(drop=True) if not s.empty else pd.DataFrame(columns=cols)
 
 
@@ -110,7 +110,7 @@ def tables(best: pd.DataFrame, speedups: pd.DataFrame) -> list:
                        "ours DSP/Ulysses": rs["speedup"].map(fmt.times),
                        "range over repeats": [f"{fmt.times(a)}-{fmt.times(b)}"
                                               for a, b in zip(rs["speedup_lo"], rs["speedup_hi"])],
-                       "numbers": rs["kind"], "hardware": rs["hardware"]})
+                       "numbers": rs["source"], "hardware": rs["hardware"]})
     src = ("Paper: arXiv 2403.10266 v1 Figure 3, digitized (±0.01 samples/s); STDiT-XL/2 training on "
            "H800, bf16, ZeRO-2, gradient checkpointing. Ours: each method's best run of the same "
            "T, S and GPU count in train mode, any model; 'not run' where the sweep has none.")

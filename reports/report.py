@@ -133,7 +133,7 @@ def status_table(runs: pd.DataFrame) -> Table:
 
 def _what_ran(a: Analysis, status: Table) -> list:
     r, s = a.runs, a.sweep
-    files = sorted(set(r["source"].dropna()))
+    files = sorted(set(r["file"].dropna()))
     facts = [f"{len(r)} runs from {len(files)} record file(s) under `{s.root}`",
              f"methods: {', '.join(label(m) for m in order(r['method'].dropna().unique()))}",
              f"models: {', '.join(sorted(map(str, r['model'].dropna().unique())))}; modes: "
