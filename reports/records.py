@@ -62,12 +62,13 @@ def normalise(rec: dict) -> dict:
     return rec
 
 
-def _max_leaf(d) -> float | None:
-    vals = []
-    for v in d.values():
-        v = _max_leaf(v) if isinstance(v, dict) else v
-        if isinstance(v, (int, float)) and not math.isnan(v):
-            vals.append(float(v))
+# the error parts of a schema-1 oracle dict (it also carries facts such as depth and shape)
+ERROR_PARTS = ("output", "grads", "input_grad", "param_grads")
+
+
+def _max_leaf(d: dict) -> float | None:
+    vals = [float(d[k]) for k in ERROR_PARTS
+            if isinstance(d.get(k), (int, float)) and not math.isnan(d[k])]
     return max(vals) if vals else None
 
 

@@ -47,12 +47,20 @@ def test_markdown_says_what_where_and_caveats(built):
 
 
 def test_html_is_self_contained(built):
-    html = (built[0] / "report" / "index.html").read_text()
+    page = built[0] / "report" / "index.html"
+    html = page.read_text()
     assert html.count("<svg") == len(FIGURES)
-    assert not re.search(r'(src|href)="(?!#)', html)            # no link leaves the page
+    assert "src=" not in html and not re.search(r'href="(https?:|//)', html)   # nothing off the disk
+    hrefs = re.findall(r'href="([^"#][^"]*)"', html)
+    assert any(h.startswith("../jobs/") for h in hrefs)          # rows link to their raw records
+    for href in set(hrefs):                                      # tables, figures, records: all there
+        assert (page.parent / href).is_file(), href
     ids = re.findall(r'\bid="([^"]+)"', html)
     assert len(ids) == len(set(ids))                            # ids stay unique across the SVGs
-    assert "<h3>Communication volume per layer (paper Table 3 form)</h3><table>" in html
+    for anchor in re.findall(r'href="#([^"]+)"', html):
+        assert anchor in ids, anchor
+    assert '<meta name="viewport"' in html and html.index('id="headline"') < html.index('id="contents"')
+    assert "<caption>Communication volume per layer (paper Table 3 form)" in html
 
 
 def test_report_is_reproducible_serial_or_parallel(built, tmp_path):
@@ -87,4 +95,4 @@ def test_predicted_numbers_are_labelled(tmp_path):
     md = build_report(tmp_path, jobs=1).with_name("index.md").read_text()
     assert f"{len(ok)} run(s) are predicted by a cost model" in md
     throughput = md[md.index("### Throughput per method"):]
-    assert "| GPUs | numbers |" in throughput and "| 2 | predicted |" in throughput
+    assert "| GPUs | SP | numbers |" in throughput and "| 2 | 2 | predicted |" in throughput
