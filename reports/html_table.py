@@ -8,7 +8,7 @@ import re
 
 from .fmt import MAX_DISPLAY_ROWS, Table
 
-_NUM = re.compile(r"^[+-]?\d[\d,]*(\.\d+)?(e[+-]?\d+)?")   # a cell that starts with a number
+_NUM = re.compile(r"^[+-]?\d[\d,]*(\.\d+)?(e[+-]?\d+)?(?=$|[\s×%\[(])")   # a number, then a unit or range
 # display values that are the same in every row but still worth a column (they are the point)
 KEEP = ("method",)
 
