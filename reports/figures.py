@@ -106,6 +106,14 @@ def _pick_configs(df: pd.DataFrame) -> tuple[list[str], list[str]]:
     return list(keep.sort_values(["gpus", "frames", "spatial"])["config"]), [note]
 
 
+def _log_if_decades(ax, values) -> None:
+    """Log y where values span more than a decade: one slow point must not flatten the rest."""
+    v = pd.Series(values).dropna()
+    v = v[v > 0]
+    if len(v) > 1 and v.max() / v.min() > 10:
+        ax.set_yscale("log")
+
+
 def _gpu_axis(ax, gpus) -> None:
     ax.set_xscale("log", base=2)
     ticks = sorted({int(g) for g in gpus})
@@ -126,12 +134,14 @@ def plot_throughput(best: pd.DataFrame):
     for ax, (key, g) in zip(axes, panels):
         for m in order(g["method"].unique()):
             d = g[g["method"] == m].sort_values("gpus")
-            err = [d["samples_per_s"] - d["samples_per_s_min"], d["samples_per_s_max"] - d["samples_per_s"]]
+            # n=1: no error bar (a zero-height bar would promise a spread that was never measured)
+            err = None if (d["n_repeats"] < 2).all() else [
+                d["samples_per_s"] - d["samples_per_s_min"], d["samples_per_s_max"] - d["samples_per_s"]]
             ax.errorbar(d["gpus"], d["samples_per_s"], yerr=err, color=colour(m), marker="o", lw=2,
                         elinewidth=3, capsize=0, ls="--" if (d["source"] == "predicted").all() else "-")
         _gpu_axis(ax, best["gpus"])
+        _log_if_decades(ax, g["samples_per_s"])
         ax.set(title=_panel_title(key), xlabel="GPUs (world size)", ylabel="throughput (samples/s)")
-    fig.suptitle("Throughput vs GPUs\n(each method at its best SP degree; thick bars: min-max over repeats)")
     fig.tight_layout()
     _legend(fig, order(best["method"].unique()))
     return fig, notes
@@ -154,12 +164,14 @@ def plot_speedup(speedups: pd.DataFrame):
         for i, b in enumerate(bases):
             d = s[s["baseline"] == b].set_index("config").reindex(chunk)
             x = np.arange(len(chunk)) + (i - (len(bases) - 1) / 2) * width
-            err = [(d["speedup"] - d["speedup_lo"]).clip(lower=0), (d["speedup_hi"] - d["speedup"]).clip(lower=0)]
-            ax.bar(x, d["speedup"], width, yerr=err, color=colour(b), label=f"over {label(b)}", capsize=2)
+            # n=1 on either side: no error bar (rows with no speed-up draw no bar at all)
+            one = ((d[["n_repeats", "n_repeats_base"]].min(axis=1) < 2) | d["speedup"].isna()).to_numpy()
+            err = [(d["speedup"] - d["speedup_lo"]).clip(lower=0).mask(one), (d["speedup_hi"] - d["speedup"]).clip(lower=0).mask(one)]
+            ax.bar(x, d["speedup"], width, yerr=None if one.all() else err, color=colour(b),
+                   label=f"over {label(b)}", capsize=3)
         ax.axhline(1.0, color="black", lw=1, ls=":")
-        ax.set_xticks(np.arange(len(chunk)), chunk, fontsize=8)
-        ax.set(xlabel="configuration", ylabel="DSP speed-up (×, samples/s ratio)")
-    rows[0][0].set_title("DSP speed-up over each baseline (1 = parity; bars: range over repeats)")
+        ax.set_xticks(np.arange(len(chunk)), chunk)
+        ax.set(xlabel="configuration", ylabel="DSP / baseline (samples/s)")
     rows[0][0].legend(title="baseline", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     return fig, notes
@@ -193,7 +205,7 @@ def plot_scaling(sc: pd.DataFrame):
         _gpu_axis(ax, d["gpus"])
         ax.legend(handles=[plt.Line2D([], [], color="black", ls=ls, marker=mk, label=ser)
                            for (ls, mk), ser in zip(SERIES_STYLES, series)],
-                  title="series", loc="lower left", fontsize=8, title_fontsize=8)
+                  title="series", loc="lower left", fontsize=11, title_fontsize=11)
         fixed = "fixed T and S" if kind == "strong" else "fixed tokens per GPU"
         ax.set(title=f"{kind} scaling ({fixed})", xlabel="GPUs (world size)",
                ylabel="efficiency (% of linear, tokens/s/GPU)")

@@ -59,8 +59,6 @@ def plot_comm_volume(runs: pd.DataFrame):
     handles = [Patch(facecolor=OP_COLOURS.get(o, "#BBBBBB"), alpha=BWD_ALPHA if p == "bwd" else 1.0,
                      label=f"{o}.{p}") for o, p in segs]
     fig.legend(handles=handles, title="op.phase", loc="upper left", bbox_to_anchor=(1.0, 0.95))
-    fig.suptitle("Wire bytes per layer by op and phase (measured ledger)\n"
-                 "solid: forward, light: backward; model-exit gather and gradient syncs excluded")
     fig.tight_layout()
     return fig, notes
 
@@ -81,10 +79,8 @@ def plot_memory(best: pd.DataFrame):
         sns.barplot(data=b[b["config"].isin(chunk)], x="config", y="GiB", hue="method", order=chunk,
                     hue_order=[label(m) for m in methods], palette={label(m): colour(m) for m in methods},
                     saturation=1, errorbar=None, ax=ax)
-        ax.tick_params(axis="x", labelsize=8)
         ax.set(xlabel="configuration", ylabel="peak memory per rank (GiB)")
         ax.get_legend().remove()
-    rows[0][0].set_title("Peak memory per rank (max over ranks; each method's best run)")
     rows[0][0].legend(*rows[0][0].get_legend_handles_labels(), title="method", loc="upper left",
                       bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()

@@ -24,11 +24,12 @@ caption .const{font-weight:400;color:#555;margin-left:.6em;white-space:nowrap}
 th,td{border:1px solid #ccc;padding:3px 6px;white-space:nowrap}th{background:#f3f3f3;cursor:pointer}
 th.n,td.n{text-align:right}th.t,td{text-align:left}td.n{font-variant-numeric:tabular-nums}
 th[data-dir=asc]::after{content:" \\25B2"}th[data-dir=desc]::after{content:" \\25BC"}
-.fig{overflow-x:auto;max-width:100%}.fig svg{width:100%;min-width:560px;height:auto}
+.fig{overflow-x:auto;max-width:100%}.fig svg{width:100%;min-width:640px;height:auto}
+table.kv td{white-space:normal;min-width:12em}
 figure{margin:1em 0}figcaption{font-size:14px}pre{background:#f6f6f6;padding:.6em;overflow:auto}
 .note,.files{color:#555;font-size:13px;margin:.2em 0}.empty{color:#777;font-size:14px}
 nav.toc{font-size:14px;columns:2 16em}nav.toc a{display:block}details{margin:.5em 0}
-@media (max-width:600px){.fig svg{min-width:380px}nav.toc{columns:1}}"""
+@media (max-width:600px){nav.toc{columns:1}}"""
 
 SORT_JS = """document.querySelectorAll('table.sortable th').forEach(function(th){
 th.addEventListener('click',function(){var t=th.closest('table'),b=t.tBodies[0],
@@ -60,6 +61,8 @@ def svg_inline(path: Path, title: str, desc: str) -> str:
         pat = re.compile(r'(\bid="|#)(' + "|".join(map(re.escape, sorted(ids, key=len, reverse=True)))
                          + r')(?=["\)])')
         text = pat.sub(lambda m: f"{m.group(1)}{path.stem}-{m.group(2)}", text)
+        text = re.sub(r'aria-labelledby="([^"]*)"', lambda m: 'aria-labelledby="' + " ".join(
+            f"{path.stem}-{t}" if t in ids else t for t in m.group(1).split()) + '"', text, count=1)
     return add_title(text, title, desc, path.stem)
 
 
@@ -149,7 +152,7 @@ def _block(b, used: set, rel_root: str, toc: list) -> str:
         return f"<pre>{html.escape(b[1])}</pre>"
     if kind == "kv":
         rows = "".join(f"<tr><th class=\"t\">{html.escape(k)}</th><td>{_inline(v)}</td></tr>" for k, v in b[1])
-        return f'<div class="tw"><table>{rows}</table></div>'
+        return f'<div class="tw"><table class="kv">{rows}</table></div>'
     if kind == "details":
         return f"<details><summary>{html.escape(b[1])}</summary><pre>{html.escape(b[2])}</pre></details>"
     if kind == "table":

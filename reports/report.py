@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import derive, figures, figures_cost, headline, paper, render, render_html, sections, tables, tables_comm, tables_cost
+from . import captions, derive, figures, figures_cost, headline, paper, render, render_html, sections, tables, tables_comm, tables_cost
 from .collect import Sweep, load_sweep
 from .commvol import volume_table
 from .fmt import Table
@@ -90,8 +90,12 @@ def _draw(a: Analysis, folder: Path, i: int):
     name, title, plot = FIGURES[i]
     fig, notes = plot(a)
     if fig is None:
-        return ("figure", title, None, [notes])
-    return ("figure", title, figures.save(fig, folder, name), notes)
+        return ("figure", title, None, [notes], "")
+    caption = captions.CAPTIONS[name](a)
+    paths = figures.save(fig, folder, name)
+    svg = paths["svg"].read_text()          # the file, too, says what it shows
+    paths["svg"].write_text(render_html.add_title(svg, title, caption or title, name))
+    return ("figure", title, paths, notes, caption)
 
 
 def _init_worker(a: Analysis, folder: Path) -> None:
