@@ -8,13 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import numpy as np
 import pandas as pd
 import seaborn as sns
 
 from .style import RC, colour, label, order
 
-MAX_PANELS = 6     # more panels make figures unreadable, and each costs ~0.1 s to draw
+MAX_PANELS = 4     # more panels make figures unreadable, and each costs ~0.15 s to draw
 MAX_BARS = 18      # configurations in a bar chart, wrapped in rows of BARS_PER_ROW
 BARS_PER_ROW = 6
 CONTEXT = ("model", "mode", "dtype", "batch", "hardware", "source")   # panel keys shown only if they vary
@@ -26,14 +27,26 @@ def theme() -> None:
     sns.set_theme(style="whitegrid", context="notebook", rc=RC)
 
 
+LEGEND_IN = 2.6   # inches kept free right of the panels for the legend (layout(): no crop pass)
+
+
+def layout(fig) -> None:
+    """Tight panels left of a legend column: the legend fits inside the figure, so saving needs
+    no tight-bbox pass (a full extra draw of every text on a 10,000-record sweep)."""
+    w = fig.get_figwidth()
+    fig.tight_layout(rect=(0, 0, 1 - LEGEND_IN / w, 1))
+
+
+def legend_x(fig) -> float:
+    return 1 - LEGEND_IN / fig.get_figwidth() + 0.01
+
+
 def save(fig, folder: Path, name: str) -> dict[str, Path]:
-    """PNG and SVG of `fig`, cropped to its contents (legends sit outside the axes)."""
+    """PNG and SVG of `fig` (laid out by layout(): legends inside the canvas)."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {ext: folder / f"{name}.{ext}" for ext in ("png", "svg")}
-    # One tight box for both files: bbox_inches="tight" would lay the figure out again per file.
-    box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)
     for ext, p in paths.items():   # no timestamps in the files: the same data gives the same bytes
-        fig.savefig(p, bbox_inches=box, metadata={"Date": None} if ext == "svg" else {"Software": None})
+        fig.savefig(p, metadata={"Date": None} if ext == "svg" else {"Software": None})
     plt.close(fig)
     return paths
 
@@ -61,7 +74,7 @@ def _panels(df: pd.DataFrame, keys: list[str], size_col: str, min_size: int = 1)
 
 
 def _grid(n: int, w: float = 4.2, h: float = 3.4):
-    cols = min(n, 3)
+    cols = 2 if n == 4 else min(n, 3)
     rows = -(-n // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False)
     for ax in axes.flat[n:]:
@@ -81,7 +94,7 @@ def _legend(fig, methods) -> None:
     """The method legend right of the panels, level with the top row (call after the layout)."""
     handles = [plt.Line2D([], [], color=colour(m), marker="o", lw=2, label=label(m)) for m in methods]
     top = max(ax.get_position().y1 for ax in fig.axes if ax.get_visible())
-    fig.legend(handles=handles, title="method", loc="upper left", bbox_to_anchor=(1.0, top))
+    fig.legend(handles=handles, title="method", loc="upper left", bbox_to_anchor=(legend_x(fig), top))
 
 
 def _gpus(n) -> str:
@@ -112,6 +125,9 @@ def _log_if_decades(ax, values) -> None:
     v = v[v > 0]
     if len(v) > 1 and v.max() / v.min() > 10:
         ax.set_yscale("log")
+        # plain numbers: log axes' default 10^k labels go through mathtext (a parser: seconds)
+        ax.yaxis.set_major_formatter(mticker.FuncFormatter(lambda y, _: f"{y:g}"))
+        ax.yaxis.set_minor_formatter(mticker.NullFormatter())
 
 
 def _gpu_axis(ax, gpus) -> None:
@@ -142,7 +158,7 @@ def plot_throughput(best: pd.DataFrame):
         _gpu_axis(ax, best["gpus"])
         _log_if_decades(ax, g["samples_per_s"])
         ax.set(title=_panel_title(key), xlabel="GPUs (world size)", ylabel="throughput (samples/s)")
-    fig.tight_layout()
+    layout(fig)
     _legend(fig, order(best["method"].unique()))
     return fig, notes
 
@@ -172,8 +188,9 @@ def plot_speedup(speedups: pd.DataFrame):
         ax.axhline(1.0, color="black", lw=1, ls=":")
         ax.set_xticks(np.arange(len(chunk)), chunk)
         ax.set(xlabel="configuration", ylabel="DSP / baseline (samples/s)")
-    rows[0][0].legend(title="baseline", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
+    layout(fig)
+    rows[0][0].legend(title="baseline", loc="upper left", bbox_to_anchor=(legend_x(fig), 1.0),
+                      bbox_transform=fig.transFigure)
     return fig, notes
 
 
@@ -209,6 +226,6 @@ def plot_scaling(sc: pd.DataFrame):
         fixed = "fixed T and S" if kind == "strong" else "fixed tokens per GPU"
         ax.set(title=f"{kind} scaling ({fixed})", xlabel="GPUs (world size)",
                ylabel="efficiency (% of linear, tokens/s/GPU)")
-    fig.tight_layout()
+    layout(fig)
     _legend(fig, methods)
     return fig, notes

@@ -64,8 +64,11 @@ _TEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", 
         "±": r"$\pm$", "×": r"$\times$", "→": r"$\rightarrow$", "✓": "yes", "✗": "NO"}
 
 
+_TEX_TABLE = str.maketrans(_TEX)
+
+
 def _tex(v) -> str:
-    return "".join(_TEX.get(ch, ch) for ch in str(v))
+    return str(v).translate(_TEX_TABLE)
 
 
 # ---------------------------------------------------------------- number formatting

@@ -34,9 +34,8 @@ def render(t: Table, rel_root: str, anchor: str, max_rows: int | None = MAX_DISP
     """`rel_root`: the results folder as seen from the report (for the record links)."""
     d = t.display
     cols, const = split_constant(t, list(d.columns))
-    numeric = {c: all(sort_value(v) is not None or str(v) in ("—", "") for v in d[c])
-               and any(sort_value(v) is not None for v in d[c]) for c in cols}
     shown = d if max_rows is None else d.head(max_rows)
+    numeric = {c: _numeric(shown[c]) for c in cols}
     links = t.links[:len(shown)] if t.links else None
     head = "".join(f'<th class="{"n" if numeric[c] else "t"}" title="sort">{html.escape(str(c))}</th>'
                    for c in cols) + ('<th class="t">record</th>' if links else "")
@@ -65,6 +64,12 @@ def render(t: Table, rel_root: str, anchor: str, max_rows: int | None = MAX_DISP
     return (f'<div class="tw" id="{anchor}"><table class="sortable"><caption>{cap}</caption>'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
             f"{tail}{notes}{files}")
+
+
+def _numeric(col) -> bool:
+    vals = [sort_value(v) for v in col]
+    return any(v is not None for v in vals) and all(
+        v is not None or str(c) in ("—", "", "nan") for v, c in zip(vals, col))
 
 
 def _record_link(link, rel_root: str) -> str:

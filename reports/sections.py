@@ -113,15 +113,35 @@ def caveats(a) -> list[str]:
     return out
 
 
+COMPARE_ROWS = 40     # a report's compare section; `dspbench compare` gives every configuration
+
+
 def compare_section(runs: pd.DataFrame) -> list:
-    """Each method against DSP (same key), when the sweep has DSP and another SP method."""
+    """Each method against DSP (same key), when the sweep has DSP and another SP method: the
+    COMPARE_ROWS configurations with the most GPUs and the longest sequences (bootstraps cost)."""
     from .compare import by_method
     from .compare_cli import table
     methods = [m for m in order(runs["method"].dropna().unique()) if m not in ("dsp", "single")]
     if runs.empty or "dsp" not in set(runs["method"]) or not methods:
         return [("h2", "Compare: each method vs DSP")]
+    runs = _largest(runs, COMPARE_ROWS // len(methods) or 1)
     frames = [by_method(runs, "dsp", m) for m in methods]
     df = pd.concat([f for f in frames if not f.empty], ignore_index=True) if any(
         not f.empty for f in frames) else frames[0]
     t = table(df.assign(method=df["b"]) if not df.empty else df, "Step time of each method vs DSP (B/A, A = DSP)")
+    if n_cfg := runs.attrs.get("cut"):
+        t.notes.append(f"{n_cfg}: `dspbench compare dsp METHOD --by method --results DIR` lists them all.")
     return [("h2", "Compare: each method vs DSP"), ("table", t)]
+
+
+def _largest(runs: pd.DataFrame, n: int) -> pd.DataFrame:
+    """Runs of the n configurations (shape x GPUs x source ...) with the most GPUs, longest sequences."""
+    from .derive import COMPARE
+    keys = runs[list(COMPARE)].drop_duplicates()
+    if len(keys) <= n:
+        return runs
+    keys = keys.assign(_t=keys["frames"] * keys["spatial"]).sort_values(["gpus", "_t"], ascending=False).head(n)
+    out = runs.merge(keys.drop(columns="_t"), on=list(COMPARE))
+    out.attrs["cut"] = (f"{len(runs[list(COMPARE)].drop_duplicates())} configurations; showing the {n} "
+                        "with the most GPUs and the longest sequences")
+    return out

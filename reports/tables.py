@@ -1,6 +1,7 @@
 """The report's tables, built from the derived frames (see derive.py, commvol.py, paper.py)."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from . import fmt
@@ -47,8 +48,14 @@ def _sort_key(col: pd.Series) -> pd.Series:
 
 def _per_method(best, cfgs, keys, m, col) -> pd.Series:
     """best[col] of method m aligned to the rows of cfgs (NaN where m has no run)."""
-    sub = best[best["method"] == m].set_index(keys)
-    return sub[col].reindex(pd.MultiIndex.from_frame(cfgs)).reset_index(drop=True)
+    sub = best[best["method"] == m]
+    pos = {k: i for i, k in enumerate(cfgs[keys].itertuples(index=False, name=None))}
+    out = np.full(len(cfgs), np.nan, dtype=object if sub[col].dtype == object else float)
+    for k, v in zip(sub[keys].itertuples(index=False, name=None), sub[col]):
+        i = pos.get(k)
+        if i is not None:
+            out[i] = v
+    return pd.Series(out)
 
 
 def _fill(cells: pd.Series, cfgs: pd.DataFrame, m: str, fails: dict) -> list[str]:

@@ -9,7 +9,8 @@ import pytest
 
 pd = pytest.importorskip("pandas")
 from dspbench.reports import fmt  # noqa: E402
-from dspbench.reports.report import analyse, status_table  # noqa: E402
+from dspbench.reports.report import analyse  # noqa: E402
+from dspbench.reports.sections import status_table  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 SAMPLE = DATA / "sample_results" / "cpu-small"
