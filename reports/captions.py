@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import fmt
-from .style import label
+from dspbench.reports import fmt
+from dspbench.reports.style import label
 
 
 def _top(df: pd.DataFrame, col: str = "gpus") -> pd.DataFrame:

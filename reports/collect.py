@@ -1,7 +1,7 @@
 """Load one sweep, `results/<sweep>/`, into a tidy DataFrame: one row per run and repeat.
 
-Records are read with reports/records.py (the reports' own reader: corrupt or truncated lines
-and foreign schema versions come back as "file:line: ..." problems and are skipped; the rest loads). A
+Records are read with `dspbench.records.io.read_records` (corrupt or truncated lines and foreign
+schema versions come back as "file:line: ..." problems and are skipped; the rest loads). A
 re-run appends a second record with the same run_id; we keep one per run_id: a measured `ok`
 record beats a prediction, which beats failures, and among equals the newest wins: `recorded_at`
 (ISO 8601) when records carry it, else file order (sorted paths, then line order).
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .records import read_records
+from dspbench.records.io import read_records
+from dspbench.reports.provenance import normalise
 
 # Columns every downstream step may rely on (absent from old or partial records: NaN/None).
 NUMERIC = ("batch", "frames", "spatial", "hidden", "depth", "heads", "params", "world_size", "gpus",
@@ -56,10 +57,11 @@ def load_sweep(root: str | Path) -> Sweep:
     manifest, problems = _manifest(root)
     rows = []
     for path in sorted(root.rglob("*.jsonl")):
-        recs, probs = read_records(path)
+        recs, probs = read_records(path, lines=True)
         problems += probs
         rel = path.relative_to(root).as_posix()
         for r in recs:
+            normalise(r)
             r["file"] = rel           # where the raw record lives, for the report's row links
         rows += recs
     runs, predicted = _split_predictions(_frame(rows))

@@ -21,7 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .derive import COMPARE, CONFIG
+from dspbench.reports.derive import COMPARE, CONFIG
 
 BOOT = 1000
 ALPHA = 0.05

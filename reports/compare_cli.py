@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import fmt
-from .fmt import Table
-from .style import label
+from dspbench.reports import fmt
+from dspbench.reports.fmt import Table
+from dspbench.reports.style import label
 
 SHOW = {"model": "model", "mode": "mode", "dtype": "dtype", "batch": "B", "frames": "T", "spatial": "S",
         "gpus": "GPUs", "sp": "SP", "dp": "DP", "zero": "ZeRO", "cfg": "CFG", "source": "numbers",
@@ -46,7 +46,7 @@ def table(df: pd.DataFrame, title: str, name: str = "compare") -> Table:
 
 
 def _verdict(r: dict) -> str:
-    from .compare import verdict
+    from dspbench.reports.compare import verdict
     return verdict(r)
 
 
@@ -61,9 +61,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from .collect import load_sweep
-    from .compare import by_method, folders
-    from .derive import enrich
+    from dspbench.reports.collect import load_sweep
+    from dspbench.reports.compare import by_method, folders
+    from dspbench.reports.derive import enrich
     if args.by == "method":
         if args.results is None or not args.results.is_dir():
             print(f"dspbench compare: --by method needs --results DIR (got {args.results})", file=sys.stderr)

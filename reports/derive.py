@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .envinfo import hardware_label
-from .style import METRIC_STATUSES
+from dspbench.reports.envinfo import hardware_label
+from dspbench.reports.style import METRIC_STATUSES
 
 # The comparison key: two rows are compared (DSP / X, paper vs ours, A vs B) only when all agree.
 COMPARE = ("model", "mode", "dtype", "batch", "frames", "spatial", "gpus", "sp", "dp", "grad_ckpt",
@@ -28,7 +28,6 @@ GRAD_TAGS = ("grad_sync", "dp_grad_sync")     # ledger tags of gradient synchron
 def enrich(runs: pd.DataFrame) -> pd.DataFrame:
     """Per-run derived columns (every row, whatever its status)."""
     df = runs.copy()
-    df["kind"] = df["source"]     # TEMP: commvol.KEY's old name, until commvol is edited after the layout
     df["hardware"] = [hardware_label(e, b) for e, b in zip(df["environ"], df["backend"])]
     df["tokens_per_sample"] = df["frames"] * df["spatial"]
     df["global_batch"] = df["batch"] * df["dp"]

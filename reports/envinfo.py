@@ -68,8 +68,8 @@ def environment_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per distinct (hardware, software): how many runs, hosts, statuses."""
     rows = Counter()
     hosts: dict[tuple, set] = {}
-    for env, backend, status in zip(runs["environ"], runs["backend"], runs["status"]):
-        kind = {"ok": "measured", "predicted": "predicted"}.get(status, "failed runs")
+    for env, backend, status, src in zip(runs["environ"], runs["backend"], runs["status"], runs["source"]):
+        kind = src if status in ("ok", "predicted") else f"{src}: failed runs"
         key = (hardware_label(env, backend), software_label(env), kind)
         rows[key] += 1
         hosts.setdefault(key, set()).update(_names(get(env, "hosts")))

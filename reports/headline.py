@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import fmt
-from .envinfo import get
-from .fmt import Table
-from .style import label, order
+from dspbench.reports import fmt
+from dspbench.reports.envinfo import get
+from dspbench.reports.fmt import Table
+from dspbench.reports.style import label, order
 
 GROUP = ["source", "hardware", "model", "mode", "gpus"]
 GROUP_NAMES = {"source": "numbers", "hardware": "hardware", "model": "model", "mode": "mode", "gpus": "GPUs"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import re
 
-from .fmt import MAX_DISPLAY_ROWS, Table
+from dspbench.reports.fmt import MAX_DISPLAY_ROWS, Table
 
 _NUM = re.compile(r"^[+-]?\d[\d,]*(\.\d+)?(e[+-]?\d+)?(?=$|[\s×%\[(])")   # a number, then a unit or range
 # display values that are the same in every row but still worth a column (they are the point)

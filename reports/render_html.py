@@ -10,8 +10,8 @@ import html
 import re
 from pathlib import Path
 
-from . import html_table
-from .html_table import _inline
+from dspbench.reports import html_table
+from dspbench.reports.html_table import _inline
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:1em auto;padding:0 1em;color:#222;
 line-height:1.4}h1{font-size:1.5em;margin:.3em 0}h2{margin-top:1.6em;border-bottom:1px solid #ddd}

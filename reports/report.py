@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import captions, derive, figures, figures_cost, headline, paper, render, render_html, sections, tables, tables_comm, tables_cost
-from .collect import Sweep, load_sweep
-from .commvol import volume_table
-from .fmt import Table
+from dspbench.reports import captions, derive, figures, figures_cost, headline, paper, render, render_html, sections, tables, tables_comm, tables_cost
+from dspbench.reports.collect import Sweep, load_sweep
+from dspbench.reports.commvol import volume_table
+from dspbench.reports.fmt import Table
 
 
 log = logging.getLogger("dspbench.reports")

@@ -6,10 +6,10 @@ import json
 
 import pandas as pd
 
-from .envinfo import environment_table
-from .fmt import Table
-from .records import status_label
-from .style import label, order
+from dspbench.reports.envinfo import environment_table
+from dspbench.reports.fmt import Table
+from dspbench.reports.provenance import status_label
+from dspbench.reports.style import label, order
 
 
 def banner(runs: pd.DataFrame) -> list:
@@ -119,8 +119,8 @@ COMPARE_ROWS = 40     # a report's compare section; `dspbench compare` gives eve
 def compare_section(runs: pd.DataFrame) -> list:
     """Each method against DSP (same key), when the sweep has DSP and another SP method: the
     COMPARE_ROWS configurations with the most GPUs and the longest sequences (bootstraps cost)."""
-    from .compare import by_method
-    from .compare_cli import table
+    from dspbench.reports.compare import by_method
+    from dspbench.reports.compare_cli import table
     methods = [m for m in order(runs["method"].dropna().unique()) if m not in ("dsp", "single")]
     if runs.empty or "dsp" not in set(runs["method"]) or not methods:
         return [("h2", "Compare: each method vs DSP")]
@@ -136,7 +136,7 @@ def compare_section(runs: pd.DataFrame) -> list:
 
 def _largest(runs: pd.DataFrame, n: int) -> pd.DataFrame:
     """Runs of the n configurations (shape x GPUs x source ...) with the most GPUs, longest sequences."""
-    from .derive import COMPARE
+    from dspbench.reports.derive import COMPARE
     keys = runs[list(COMPARE)].drop_duplicates()
     if len(keys) <= n:
         return runs

@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import fmt
-from .derive import COMPARE
-from .fmt import Table
-from .records import status_label
-from .style import METRIC_STATUSES, label, order
+from dspbench.reports import fmt
+from dspbench.reports.derive import COMPARE
+from dspbench.reports.fmt import Table
+from dspbench.reports.provenance import status_label
+from dspbench.reports.style import METRIC_STATUSES, label, order
 
 ROW = ["model", "mode", "dtype", "batch", "frames", "spatial", "gpus", "sp"]
 ROW_NAMES = {"model": "model", "mode": "mode", "dtype": "dtype", "batch": "B", "frames": "T",
