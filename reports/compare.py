@@ -21,7 +21,10 @@ import math
 import numpy as np
 import pandas as pd
 
+from dspbench.reports import fmt
 from dspbench.reports.derive import COMPARE, CONFIG
+from dspbench.reports.fmt import Table
+from dspbench.reports.style import label
 
 BOOT = 1000
 ALPHA = 0.05
@@ -121,3 +124,32 @@ def verdict(row) -> str:
     if not row["significant"]:
         return "~"
     return f"{(row['ratio'] - 1) * 100:+.1f}%"
+
+
+SHOW = {"model": "model", "mode": "mode", "dtype": "dtype", "batch": "B", "frames": "T", "spatial": "S",
+        "gpus": "GPUs", "sp": "SP", "dp": "DP", "zero": "ZeRO", "cfg": "CFG", "source": "numbers",
+        "hardware": "hardware", "method": "method", "shard": "shard", "grad_ckpt": "ckpt"}
+ALWAYS = ("method", "frames", "spatial", "gpus", "sp", "source")
+
+
+def table(df: pd.DataFrame, title: str, name: str = "compare") -> Table:
+    """md/csv/html form: key columns that vary (and the essentials), then the statistics."""
+    if df.empty:
+        return Table(name, title, df, pd.DataFrame())
+    keys = [c for c in SHOW if c in df and (c in ALWAYS or df[c].nunique(dropna=False) > 1)]
+    a, b = df["a"].iloc[0], df["b"].iloc[0]
+    disp = pd.DataFrame({SHOW[c]: (df[c].map(label) if c == "method" else df[c]) for c in keys})
+    disp[f"A: {label(a)} (ms)"] = (df["median_a_s"] * 1e3).map(fmt.num)
+    disp[f"B: {label(b) if df['b'].nunique() == 1 else 'method'} (ms)"] = (df["median_b_s"] * 1e3).map(fmt.num)
+    disp["B/A step time"] = df["ratio"].map(lambda x: f"{x:.3f}")
+    disp["95% CI"] = [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(df["ci_lo"], df["ci_hi"])]
+    disp["p"] = df["p"].map(lambda x: "—" if pd.isna(x) else f"{x:.3f}")
+    disp["n"] = [f"{x}+{y}" for x, y in zip(df["n_a"], df["n_b"])]
+    disp["delta"] = [verdict(r) for r in df.to_dict("records")]
+    bs = ", ".join(label(x) for x in df["b"].unique())
+    notes = [f"A = {label(a)}, B = {bs}; each row pairs them on the full key (same source and "
+             "hardware). B/A: ratio of median step times (<1: B faster); 95% CI from a two-level "
+             f"bootstrap (repeats, then iterations; {BOOT} draws); p: Mann-Whitney U on the "
+             "iteration times; n: iteration samples A+B. delta: change in step time, or ~ when "
+             "p >= 0.05 or the CI holds 1 (benchstat's rule)."]
+    return Table(name, title, df, disp.reset_index(drop=True), notes)

@@ -119,8 +119,7 @@ COMPARE_ROWS = 40     # a report's compare section; `dspbench compare` gives eve
 def compare_section(runs: pd.DataFrame) -> list:
     """Each method against DSP (same key), when the sweep has DSP and another SP method: the
     COMPARE_ROWS configurations with the most GPUs and the longest sequences (bootstraps cost)."""
-    from dspbench.reports.compare import by_method
-    from dspbench.reports.compare_cli import table
+    from dspbench.reports.compare import by_method, table
     methods = [m for m in order(runs["method"].dropna().unique()) if m not in ("dsp", "single")]
     if runs.empty or "dsp" not in set(runs["method"]) or not methods:
         return [("h2", "Compare: each method vs DSP")]
