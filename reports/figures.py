@@ -85,7 +85,7 @@ def _grid(n: int, w: float = 4.2, h: float = 3.4):
 def _bar_rows(configs: list[str], per_config: int):
     """(figure, [(axes, configurations)]): grouped bars wrapped in rows; one long row is unreadable."""
     chunks = [configs[i:i + BARS_PER_ROW] for i in range(0, len(configs), BARS_PER_ROW)]
-    width = max(6.0, 1.1 * len(chunks[0]) * max(1, per_config) ** 0.5 + 2)
+    width = max(8.0, 1.1 * len(chunks[0]) * max(1, per_config) ** 0.5 + 2 + LEGEND_IN)
     fig, axes = plt.subplots(len(chunks), 1, figsize=(width, 3.8 * len(chunks)), squeeze=False)
     return fig, list(zip(axes[:, 0], chunks))
 
