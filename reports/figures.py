@@ -76,7 +76,7 @@ def _panels(df: pd.DataFrame, keys: list[str], size_col: str, min_size: int = 1)
 def _grid(n: int, w: float = 4.2, h: float = 3.4):
     cols = 2 if n == 4 else min(n, 3)
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(w * cols + LEGEND_IN, h * rows), squeeze=False)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     return fig, list(axes.flat[:n])
