@@ -1,7 +1,6 @@
 """The report's tables, built from the derived frames (see derive.py, commvol.py, paper.py)."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from dspbench.reports import fmt
@@ -31,8 +30,8 @@ def _failures(runs: pd.DataFrame) -> dict[tuple, str]:
     A prediction's failure reads 'predicted oom', never a measured 'oom'."""
     key = ROW + ["source", "method"]
     done = runs["status"].isin(METRIC_STATUSES)
-    good = set(runs.loc[done, key].itertuples(index=False, name=None))
-    bad = runs.loc[~done, key + ["outcome"]].itertuples(index=False, name=None)
+    good = set(runs.loc[done, key].drop_duplicates().itertuples(index=False, name=None))
+    bad = runs.loc[~done, key + ["outcome"]].drop_duplicates().itertuples(index=False, name=None)
     return {k[:-1]: status_label(k[-1], k[-3]) for k in bad if k[:-1] not in good}
 
 
@@ -46,16 +45,10 @@ def _sort_key(col: pd.Series) -> pd.Series:
     return col.astype(str) if col.dtype == object else col
 
 
-def _per_method(best, cfgs, keys, m, col) -> pd.Series:
-    """best[col] of method m aligned to the rows of cfgs (NaN where m has no run)."""
-    sub = best[best["method"] == m]
-    pos = {k: i for i, k in enumerate(cfgs[keys].itertuples(index=False, name=None))}
-    out = np.full(len(cfgs), np.nan, dtype=object if sub[col].dtype == object else float)
-    for k, v in zip(sub[keys].itertuples(index=False, name=None), sub[col]):
-        i = pos.get(k)
-        if i is not None:
-            out[i] = v
-    return pd.Series(out)
+def _per_method(best, cfgs, keys, m, cols: list[str]) -> pd.DataFrame:
+    """best[cols] of method m aligned to the rows of cfgs (NaN where m has no run)."""
+    sub = best.loc[best["method"] == m, keys + cols]
+    return cfgs[keys].merge(sub, on=keys, how="left")[cols].reset_index(drop=True)
 
 
 def _fill(cells: pd.Series, cfgs: pd.DataFrame, m: str, fails: dict) -> list[str]:
@@ -72,8 +65,9 @@ def throughput(runs, best, speedups) -> Table:
     fails = _failures(runs)
     data, disp = cfgs.copy(), cfgs.rename(columns=ROW_NAMES).astype(object)
     for m in methods:
-        v, n, lo, hi = (_per_method(best, cfgs, keys, m, c)
-                        for c in ("samples_per_s", "n_repeats", "samples_per_s_min", "samples_per_s_max"))
+        al = _per_method(best, cfgs, keys, m, ["samples_per_s", "n_repeats", "samples_per_s_min",
+                                               "samples_per_s_max"])
+        v, n, lo, hi = (al[c] for c in al.columns)
         cells = pd.Series([None if pd.isna(x) else fmt.spread(x, a, b, r)
                            for x, r, a, b in zip(v, n, lo, hi)], dtype=object)
         disp[f"{label(m)} (samples/s)"] = _fill(cells, cfgs, m, fails)
@@ -92,7 +86,8 @@ def _add_speedups(data, disp, cfgs, keys, speedups) -> None:
     for base in order(speedups["baseline"].unique()):
         s = speedups.assign(method=speedups["baseline"],
                             n=speedups[["n_repeats", "n_repeats_base"]].min(axis=1))
-        v, lo, hi, n = (_per_method(s, cfgs, keys, base, c) for c in ("speedup", "speedup_lo", "speedup_hi", "n"))
+        al = _per_method(s, cfgs, keys, base, ["speedup", "speedup_lo", "speedup_hi", "n"])
+        v, lo, hi, n = (al[c] for c in al.columns)
         disp[f"DSP / {label(base)}"] = [fmt.ratio_spread(x, a, b, k) for x, a, b, k in zip(v, lo, hi, n)]
         data[f"speedup_vs_{base}"] = v.to_numpy()
 
@@ -135,7 +130,7 @@ def memory(runs, best) -> Table:
     fails = _failures(runs)
     data, disp = cfgs.copy(), cfgs.rename(columns=ROW_NAMES).astype(object)
     for m in (order(best["method"].unique()) if not best.empty else []):
-        v = _per_method(best, cfgs, keys, m, "mem_per_rank_bytes")
+        v = _per_method(best, cfgs, keys, m, ["mem_per_rank_bytes"])["mem_per_rank_bytes"]
         data[f"{m}_peak_mem_bytes_per_rank"] = v.to_numpy()
         disp[f"{label(m)} (GiB)"] = _fill(v.map(lambda x: None if pd.isna(x) else fmt.gib(x)), cfgs, m, fails)
     return Table("memory", "Peak memory per rank (max over ranks), each method's best run", data, disp,
