@@ -24,7 +24,7 @@ caption .const{font-weight:400;color:#555;margin-left:.6em;white-space:nowrap}
 th,td{border:1px solid #ccc;padding:3px 6px;white-space:nowrap}th{background:#f3f3f3;cursor:pointer}
 th.n,td.n{text-align:right}th.t,td{text-align:left}td.n{font-variant-numeric:tabular-nums}
 th[data-dir=asc]::after{content:" \\25B2"}th[data-dir=desc]::after{content:" \\25BC"}
-.fig{overflow-x:auto;max-width:100%}.fig svg{width:100%;min-width:640px;height:auto}
+.fig{overflow-x:auto;max-width:100%}.fig svg{max-width:100%;min-width:640px;height:auto}
 table.kv td{white-space:normal;min-width:12em}
 figure{margin:1em 0}figcaption{font-size:14px}pre{background:#f6f6f6;padding:.6em;overflow:auto}
 .note,.files{color:#555;font-size:13px;margin:.2em 0}.empty{color:#777;font-size:14px}
