@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.patches import Patch
 
 from dspbench.reports.commvol import per_op_per_layer

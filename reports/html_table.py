@@ -46,8 +46,7 @@ def render(t: Table, rel_root: str, anchor: str, max_rows: int | None = MAX_DISP
             v = str(v)
             if numeric[c]:
                 sv = sort_value(v)
-                cells.append(f'<td class="n"' + (f' data-v="{sv}"' if sv else ' data-v=""')
-                             + f">{html.escape(v)}</td>")
+                cells.append(f'<td class="n" data-v="{sv or ""}">{html.escape(v)}</td>')
             else:
                 cells.append(f"<td>{html.escape(v)}</td>")
         if links:
