@@ -30,17 +30,25 @@ class Analysis:
     tables: list[Table] = field(default_factory=list)
 
 
-def analyse(results_dir) -> Analysis:
+def analyse(results_dir, with_tables: bool = True) -> Analysis:
+    """The frames every table and figure is drawn from (and the tables, unless with_tables=False:
+    build_report builds them while the figure workers draw)."""
     sweep = load_sweep(results_dir)
     runs = derive.enrich(sweep.runs)
     agg = derive.aggregate(runs)
     best = derive.best(agg)
     sp = derive.speedups(best)
     a = Analysis(sweep, runs, agg, best, sp, derive.scaling(best), volume_table(runs))
+    if with_tables:
+        add_tables(a)
+    return a
+
+
+def add_tables(a: Analysis) -> None:
+    runs, best, sp = a.runs, a.best, a.speedups
     a.tables = [tables.throughput(runs, best, sp), tables.scaling(a.scaling), tables.memory(runs, best),
                 tables_comm.volume(a.volume), tables_comm.per_op_time(runs), *paper.tables(best, sp),
-                tables_cost.predicted_vs_measured(runs, sweep.predicted), tables.details(agg)]
-    return a
+                tables_cost.predicted_vs_measured(runs, a.sweep.predicted), tables.details(a.agg)]
 
 
 FIGURES = (
@@ -59,14 +67,15 @@ def build_report(results_dir, out_dir=None, jobs: int | None = None) -> Path:
     """
     results_dir = Path(results_dir)
     out = Path(out_dir) if out_dir is not None else results_dir / "report"
-    a = analyse(results_dir)
+    a = analyse(results_dir, with_tables=False)
     for problem in a.sweep.problems:
         log.warning(problem)
-    collect = start_figures(a, out / "figures", jobs)      # drawn while the tables are written
-    status = sections.status_table(a.runs)
-    compare = sections.compare_section(a.runs)
-    tabs = [sections.environment(a.runs), status, *a.tables, *[b[1] for b in compare if b[0] == "table"]]
+    collect = start_figures(a, out / "figures", jobs)      # drawn while the tables are built
     try:
+        add_tables(a)
+        status = sections.status_table(a.runs)
+        compare = sections.compare_section(a.runs)
+        tabs = [sections.environment(a.runs), status, *a.tables, *[b[1] for b in compare if b[0] == "table"]]
         for t in tabs:
             t.write(out / "tables")
     finally:

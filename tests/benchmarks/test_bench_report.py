@@ -17,10 +17,7 @@ RECORDS = 10_000
 
 
 def _sweep_records(n):
-    try:                                  # after the layout: the fixture generator lives in tests/
-        from synth import sweep_records
-    except ImportError:
-        from dspbench.reports.synth import sweep_records
+    from dspbench.micro.synth_records import sweep_records    # marked source = synthetic
     return sweep_records(n)
 
 
@@ -37,6 +34,7 @@ def sweep(tmp_path_factory):
 
 def test_report_on_10000_records(benchmark, sweep, tmp_path):
     import matplotlib.pyplot  # noqa: F401  (imports are not part of building a report)
+    import dspbench.reports.figures  # noqa: F401
     from dspbench.reports.report import build_report
     page = benchmark.pedantic(build_report, args=(sweep, tmp_path / "report"), rounds=3, iterations=1,
                               warmup_rounds=1)
