@@ -16,7 +16,7 @@ import seaborn as sns
 from dspbench.reports.style import RC, colour, label, order
 
 MAX_PANELS = 4     # more panels make figures unreadable, and each costs ~0.15 s to draw
-MAX_BARS = 18      # configurations in a bar chart, wrapped in rows of BARS_PER_ROW
+MAX_BARS = 12      # configurations in a bar chart, wrapped in rows of BARS_PER_ROW
 BARS_PER_ROW = 6
 CONTEXT = ("model", "mode", "dtype", "batch", "hardware", "source")   # panel keys shown only if they vary
 OP_COLOURS = {"all_to_all": "#E69F00", "all_gather": "#56B4E9", "reduce_scatter": "#009E73",

@@ -41,7 +41,7 @@ RC = {
     "svg.fonttype": "none",       # keep text as text in SVG: searchable, and smaller
     "svg.hashsalt": "dspbench",   # stable element ids: the same data gives the same SVG
     "figure.dpi": 100,
-    "savefig.dpi": 110,
+    "savefig.dpi": 80,
     "axes.grid": True,
     "grid.alpha": 0.3,
     "legend.frameon": False,
