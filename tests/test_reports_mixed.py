@@ -69,3 +69,19 @@ def test_report_shows_each_source_apart(mixed):
         assert sum(f"| {s} |" in line for s in ("measured", "predicted", "synthetic")) == 1, line
     assert "predicted oom" in md                                   # a prediction's OOM says so
     assert 'id="headline"' in html
+
+
+def test_paper_vs_ours_takes_both_sides_from_one_key():
+    from dspbench.reports import paper
+    row = dict(mode="train", gpus=2, sp=2, frames=64, spatial=4096, dtype="bf16", batch=1, zero=0)
+    sp = pd.DataFrame([
+        {**row, "model": "stdit-xl", "source": "predicted", "hardware": "NVIDIA H800", "baseline": "ulysses",
+         "samples_per_s": 3.0, "samples_per_s_base": 2.0},
+        {**row, "model": "stdit-tiny", "source": "measured", "hardware": "CPU", "baseline": "ulysses",
+         "samples_per_s": 1.1, "samples_per_s_base": 1.0}])
+    f3 = paper.fig3_table(pd.DataFrame(), sp).set_index(["gpus", "frames", "spatial"])
+    r = f3.loc[(2, 64, 4096)]
+    # measured first, and both sides from that one row: never measured DSP over predicted Ulysses
+    assert (r["ours_dsp"], r["ours_ulysses"], r["ours_source"]) == (1.1, 1.0, "measured")
+    assert r["ours_on"].startswith("measured on CPU (stdit-tiny, bf16, B=1, SP=2") and "both" in r["ours_on"]
+    assert (f3.drop(index=(2, 64, 4096))["ours_on"] == "not run").all()
