@@ -48,8 +48,8 @@ def _pair(speedups: pd.DataFrame, gpus, frames, spatial) -> pd.Series | None:
 
 def _on(r) -> str:
     """What both sides of our ratio are: the shared key, stated once."""
-    return (f"{r.source} on {r.hardware} ({r.model}, {r.dtype}, B={int(r.batch)}, SP={int(r.sp)}, "
-            f"ZeRO {int(r.zero)}; DSP and {r.baseline} both)")
+    return (f"{r['source']} on {r['hardware']} ({r['model']}, {r['dtype']}, B={int(r['batch'])}, "
+            f"SP={int(r['sp'])}, ZeRO {int(r['zero'])}; DSP and {r['baseline']} both)")
 
 
 def fig3_table(best: pd.DataFrame, speedups: pd.DataFrame) -> pd.DataFrame:
@@ -84,7 +84,7 @@ def inference_table(best: pd.DataFrame) -> pd.DataFrame:
                      "spatial": p.spatial, "paper_latency_s": float(p.latency_s),
                      "paper_speedup_vs_1gpu": single / p.latency_s,
                      "ours_latency_s": (1 / ours.samples_per_s) if ours is not None else np.nan,
-                     "ours_on": f"{ours.source} on {ours.hardware} ({ours.model}, {ours.dtype}, "
+                     "ours_on": f"{ours.source} on {ours.hardware} ({ours.model}, {ours['dtype']}, "
                                 f"{int(ours.sample_steps)} steps, SP={int(ours.sp)})" if ours is not None
                                 else "not run"})
     return pd.DataFrame(rows)
