@@ -143,7 +143,7 @@ def table(df: pd.DataFrame, title: str, name: str = "compare") -> Table:
     disp[f"B: {label(b) if df['b'].nunique() == 1 else 'method'} (ms)"] = (df["median_b_s"] * 1e3).map(fmt.num)
     disp["B/A step time"] = df["ratio"].map(lambda x: f"{x:.3f}")
     disp["95% CI"] = [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(df["ci_lo"], df["ci_hi"])]
-    disp["p"] = df["p"].map(lambda x: "—" if pd.isna(x) else f"{x:.3f}")
+    disp["p"] = df["p"].map(lambda x: "—" if pd.isna(x) else "<0.001" if x < 1e-3 else f"{x:.3f}")
     disp["n"] = [f"{x}+{y}" for x, y in zip(df["n_a"], df["n_b"])]
     disp["delta"] = [verdict(r) for r in df.to_dict("records")]
     bs = ", ".join(label(x) for x in df["b"].unique())
