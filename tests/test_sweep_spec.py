@@ -107,7 +107,7 @@ def test_unknown_sweep_name_lists_the_shipped_ones():
     ("paper_v1_fig3", 108),        # (6 methods + 3 with a2a = list) x SP 2/4/8 x 4 (T, S)
     ("paper_icml_scaling", 40),    # 5 methods x (4 weak + 5 strong), the 64-GPU point shared
     ("paper_inference", 21),       # (single + 6 methods on 8 GPUs) x 3 repeats
-    ("plugin_vs_dsp", 6),          # dsp, dsp_overlap, ulysses x SP 2, 4
+    ("plugin_vs_dsp", 18),         # dsp, dsp_overlap, ulysses x SP 2, 4 x 3 repeats
 ])
 def test_shipped_sweeps_expand(name, points):
     cfgs = expand(load_sweep(name))

@@ -38,6 +38,11 @@ import os
 import socket
 from pathlib import Path
 
+try:                 # 5-6x faster to parse (a report reads 10,000 records); the reports extra has it
+    from orjson import JSONDecodeError, loads
+except ImportError:  # the standard library parses the same JSON
+    from json import JSONDecodeError, loads
+
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)   # version 1 records are upgraded on read (upgrade())
 RESULT_OPEN, RESULT_CLOSE = "<RESULT>", "</RESULT>"
@@ -66,17 +71,19 @@ def result_line(record: dict) -> str:
     return f"{RESULT_OPEN}{json.dumps(record, sort_keys=True, default=str)}{RESULT_CLOSE}"
 
 
-def read_records(path: str | os.PathLike) -> tuple[list[dict], list[str]]:
-    """(records, problems): corrupt or truncated lines are reported with file:line and skipped."""
+def read_records(path: str | os.PathLike, lines: bool = False) -> tuple[list[dict], list[str]]:
+    """(records, problems): corrupt or truncated lines are reported with file:line and skipped.
+    `lines`: each record gains `_line`, its 1-based line in the file (reports link to it)."""
     records, problems = [], []
     with open(path, encoding="utf-8", errors="replace") as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                problems.append(f"{path}:{lineno}: corrupt record skipped ({e.msg})")
+                rec = loads(line)
+            except (JSONDecodeError, ValueError) as e:
+                reason = getattr(e, "msg", None) or str(e).split(":")[0]   # json and orjson alike
+                problems.append(f"{path}:{lineno}: corrupt record skipped ({reason})")
                 continue
             if not isinstance(rec, dict) or "run_id" not in rec or "status" not in rec:
                 problems.append(f"{path}:{lineno}: not a dspbench record (no run_id/status), skipped")
@@ -85,7 +92,10 @@ def read_records(path: str | os.PathLike) -> tuple[list[dict], list[str]]:
                 problems.append(f"{path}:{lineno}: schema_version {rec.get('schema_version')!r} not in "
                                 f"{READABLE_VERSIONS}, skipped")
                 continue
-            records.append(upgrade(rec))
+            rec = upgrade(rec)
+            if lines:
+                rec["_line"] = lineno
+            records.append(rec)
     return records, problems
 
 
