@@ -70,3 +70,32 @@ def _reference_backward(dout, q, k, v, out, lse, scale):
     dq = torch.matmul(ds, kf) * scale
     dk = torch.matmul(ds.transpose(-1, -2), qf) * scale
     return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
+
+
+def describe(device: torch.device, dtype: torch.dtype, heads: int, head_dim: int, tokens: int = 64) -> dict:
+    """Which attention kernels a run uses, for the record: the SDPA backend torch picks for the
+    model's (non-ring) attention at this device, dtype and head size (torch's own dispatcher,
+    asked on a probe of that shape), and the ring's block kernel (this module's choice)."""
+    q = torch.zeros(1, heads, tokens, head_dim, device=device, dtype=dtype)
+    try:
+        from torch.nn.attention import SDPBackend
+        sdpa = SDPBackend(torch._fused_sdp_choice(q, q, q)).name.lower()
+    except (AttributeError, RuntimeError, ValueError) as e:   # a torch without the dispatcher's probe
+        sdpa = f"unknown ({type(e).__name__})"
+    if fa.use_flash_attn(q):
+        ring = f"flash_attn {_fa_version()}".strip()
+    elif q.device.type == "cpu":
+        ring = "torch flash (CPU)"
+    elif _cuda_flash(q):
+        ring = "torch flash (CUDA)"
+    else:
+        ring = "fp32 reference (materialised scores)"
+    return {"sdpa": sdpa, "ring_block": ring}
+
+
+def _fa_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("flash-attn")
+    except PackageNotFoundError:
+        return ""

@@ -12,19 +12,22 @@ from dspbench.methods import comm
 from dspbench.methods.common import act_bytes, attentions, heads_divisible, n_attn, shard_divisible, shard_sequence
 from dspbench.methods.spec import MethodSpec, Op
 
-L_DIM, H_DIM = 1, 2   # of q, k, v (B', L, H, D)
+B_DIM, L_DIM, H_DIM = 0, 1, 2   # of q, k, v (B', L, H, D)
 
 
 class UlyssesAttention(nn.Module):
-    def __init__(self, local: nn.Module, group):
+    """q, k, v sharded on `gather_dim` (L: the attended dim; B': a dim attention treats as batch)
+    -a2a(H->gather_dim)-> whole on it with H/N heads, local attention, and the output back."""
+
+    def __init__(self, local: nn.Module, group, gather_dim: int = L_DIM):
         super().__init__()
-        self.local, self.group = local, group
+        self.local, self.group, self.gather_dim = local, group, gather_dim
 
     def forward(self, q, k, v):
-        g = self.group
-        q, k, v = (comm.all_to_all(t, H_DIM, L_DIM, g, "ulysses_qkv") for t in (q, k, v))
+        g, d = self.group, self.gather_dim
+        q, k, v = (comm.all_to_all(t, H_DIM, d, g, "ulysses_qkv") for t in (q, k, v))
         o = self.local(q, k, v)
-        return comm.all_to_all(o, L_DIM, H_DIM, g, "ulysses_out")
+        return comm.all_to_all(o, d, H_DIM, g, "ulysses_out")
 
 
 def _check(cfg, shape, dims):

@@ -92,19 +92,23 @@ class _MarkedLocal(nn.Module):
 
 
 class DeepSpeedUlyssesAttention(nn.Module):
-    """DeepSpeed's DistributedAttention on q, k, v `(B', L/N, H, D)` -> `(B', L/N, H, D)`."""
+    """DeepSpeed's DistributedAttention on q, k, v `(B', L/N, H, D)` -> `(B', L/N, H, D)`, or, with
+    `gather_dim=0` (B': `ulysses_all`'s attention over an unsharded dim), on `(B'/N, L, H, D)`."""
 
-    def __init__(self, local: nn.Module, group):
+    def __init__(self, local: nn.Module, group, gather_dim: int = L_DIM):
         super().__init__()
         init_deepspeed()
         from deepspeed.sequence.layer import DistributedAttention
         # Batch-first (batch_dim_idx=0): scatter the heads, gather the sequence; back the other way.
-        self.dist_attn = DistributedAttention(_MarkedLocal(local), group, scatter_idx=H_DIM, gather_idx=L_DIM)
+        # Gathering B' instead: DeepSpeed's sequence-first layout (batch_dim_idx=1) reads dim 0 as
+        # its sequence, so it scatters the heads and gathers B', rank-major, as our all-to-all does.
+        self.batch_dim_idx = 0 if gather_dim == L_DIM else 1
+        self.dist_attn = DistributedAttention(_MarkedLocal(local), group, scatter_idx=H_DIM, gather_idx=gather_dim)
 
     def forward(self, q, k, v):
         _FWD.append("ulysses_qkv")
         try:
-            o = self.dist_attn(q, k, v, 0)
+            o = self.dist_attn(q, k, v, self.batch_dim_idx)
         finally:
             _FWD.pop()
         if o.requires_grad:   # backward: the output's all-to-all goes back first

@@ -17,7 +17,7 @@ from dspbench.reports.style import PAPER_TABLE3
 
 NOT_PER_LAYER = ("seq_gather", "grad_sync", "dp_grad_sync")   # == methods.volume (torch-free here)
 KEY = ("method", "model", "frames", "spatial", "batch", "sp", "mode", "dtype", "grad_ckpt",
-       "shard", "sample_steps", "depth", "hidden", "hardware", "kind")
+       "shard", "sample_steps", "depth", "hidden", "zero", "cfg", "hardware", "source")
 _DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 

@@ -117,3 +117,12 @@ def test_forcing_flash_attn_without_it_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("DSPBENCH_ATTN_KERNEL", "flash_attn")
     with pytest.raises(ImportError, match="pip install flash-attn"):
         fa.use_flash_attn(torch.zeros(1, 1, 1, 8))
+
+
+def test_describe_names_the_kernels_that_run():
+    from torch.nn.attention import SDPBackend
+
+    from dspbench.methods.attn_kernels import describe
+    got = describe(torch.device("cpu"), torch.float32, heads=4, head_dim=8)
+    assert got["sdpa"] in {n.lower() for n in SDPBackend.__members__}   # torch's dispatcher's own answer
+    assert got["ring_block"] == "torch flash (CPU)"

@@ -9,7 +9,8 @@ import pytest
 
 pd = pytest.importorskip("pandas")
 from dspbench.reports import fmt  # noqa: E402
-from dspbench.reports.report import analyse, status_table  # noqa: E402
+from dspbench.reports.report import analyse  # noqa: E402
+from dspbench.reports.sections import status_table  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 SAMPLE = DATA / "sample_results" / "cpu-small"
@@ -84,7 +85,7 @@ def test_comm_volume_flags_bytes_off_the_formula_and_follows_paper_table3(analys
 def test_failed_cells_show_status_and_scaling_base_is_single(analysis):
     t = _tables(analysis)["throughput"].display
     row = t[(t["GPUs"] == 2) & (t["T"] == 32)].iloc[0]
-    assert row["Megatron-SP (samples/s)"] == "oom"
+    assert row["Megatron-SP (samples/s)"] == "synthetic oom"     # the fixture's, labelled as such
     sc = analysis.scaling
     base = sc[(sc["scaling"] == "strong") & (sc["gpus"] == 1)]
     assert (base["efficiency"] == 1.0).all() and set(base["method"]) == {"dsp", "ulysses", "ring", "megatron_sp"}
@@ -99,7 +100,10 @@ def test_paper_numbers_are_shipped_and_compared(analysis):
 
 
 def test_formatting_helpers():
-    assert fmt.num(1234.56) == "1235" and fmt.num(0.012345) == "0.01235" and fmt.num(float("nan")) == "—"
-    assert fmt.times(2.054) == "2.05×" and fmt.pct(0.1234) == "12.3%" and fmt.mib(3 * 2**20) == "3.000" and fmt.mib(3 * 2**14) == "0.04688"
+    assert fmt.num(1234.56) == "1235" and fmt.num(0.012345) == "0.0123" and fmt.num(float("nan")) == "—"
+    assert fmt.times(2.054) == "2.05×" and fmt.pct(0.1234) == "12.3%" and fmt.mib(3 * 2**20) == "3.00" and fmt.mib(3 * 2**14) == "0.0469"
+    # one spread convention everywhere: median [min–max] with repeats, "(n=1)" without
+    assert fmt.spread(2.0, 1.5, 2.5, 3) == "2.00 [1.50–2.50]" and fmt.spread(2.0, 2.0, 2.0, 1) == "2.00 (n=1)"
+    assert fmt.ratio_spread(1.234, 1.1, 1.3, 2) == "1.23× [1.10–1.30]" and fmt.ratio_spread(1.2, 1.2, 1.2, 1) == "1.20× (n=1)"
     t = fmt.Table("t", "50% of a_b", pd.DataFrame({"x": [1]}), pd.DataFrame({"a|b": ["1.0×"]}))
     assert "a\\|b" in t.markdown() and "50\\% of a\\_b" in t.latex() and "$\\times$" in t.latex()

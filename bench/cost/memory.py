@@ -23,6 +23,7 @@ from __future__ import annotations
 from dspbench.models.config import ModelConfig, Shape
 from dspbench.models.params import param_count
 from dspbench.methods.spec import dtype_size
+from dspbench.cost.engine import BUCKET_ELEMS
 
 SELF_ATTN, CROSS_ATTN = 8, 5
 IO_ELEMS = 4            # embedder output, final-layer input, their gradients (per token, x hidden)
@@ -56,8 +57,13 @@ def static_bytes(spec, cfg, sp: int, dp: int, dtype: str, mode: str, zero: int) 
     share = lambda stage: zeroed if zero >= stage else local
     if mode != "train":
         return {"weights": share(3) * b, "grads": 0.0, "optimizer": 0.0}
-    opt_per_param = 8 + (4 if dtype != "fp32" else 0)
-    return {"weights": share(3) * b, "grads": share(2) * b, "optimizer": share(1) * opt_per_param}
+    return {"weights": share(3) * b, "grads": share(2) * b, "optimizer": share(1) * opt_state_bytes(dtype, zero)}
+
+
+def opt_state_bytes(dtype: str, zero: int) -> int:
+    """AdamW m and v in fp32, plus an fp32 master copy for a low-precision model, or under
+    DeepSpeed's ZeRO (its optimizer keeps an fp32 copy of its partition even of an fp32 model)."""
+    return 12 if (zero or dtype != "fp32") else 8
 
 
 def activation_bytes(cfg: ModelConfig, shape: Shape, sp: int, dtype: str, mode: str) -> float:
@@ -72,10 +78,12 @@ def activation_bytes(cfg: ModelConfig, shape: Shape, sp: int, dtype: str, mode: 
     return n_blocks(cfg) * per_block + io
 
 
-def comm_buffer_bytes(plan) -> float:
-    """Largest transient of one SP collective: its send and receive buffers (grad syncs excluded)."""
+def comm_buffer_bytes(plan, zero: int = 0, dtype: str = "fp32") -> float:
+    """Largest transient of one SP collective: its send and receive buffers (grad syncs excluded);
+    under ZeRO plus the engine's gradient bucket, alive through the backward."""
     sizes = [2 * o.payload for _, o in plan if o.count and o.group == "sp" and o.op != "all_reduce"]
-    return float(max(sizes, default=0))
+    bucket = BUCKET_ELEMS * dtype_size(dtype) if zero else 0
+    return float(max(sizes, default=0) + bucket)
 
 
 def grad_buffer_bytes(plan) -> float:
@@ -87,7 +95,7 @@ def memory(spec, cfg: ModelConfig, shape: Shape, sp: int, dp: int, dtype: str, m
     """Bytes per rank by part, and the predicted peak."""
     st = static_bytes(spec, cfg, sp, dp, dtype, mode, zero)
     act = activation_bytes(cfg, shape, sp, dtype, mode)
-    buf = comm_buffer_bytes(plan)
+    buf = comm_buffer_bytes(plan, zero if mode == "train" else 0, dtype)
     grad_buf = grad_buffer_bytes(plan) if mode == "train" else 0.0
     static = sum(st.values())
     return {**st, "activations": act, "comm_buffers": buf, "grad_buffer": grad_buf,
