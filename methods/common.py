@@ -19,8 +19,8 @@ def shard_sequence(model: nn.Module, dim: int, group) -> None:
 
 
 def attentions(model: nn.Module, axis: int | None = None):
-    """Self-attention seams, optionally only those attending over activation dim `axis`."""
-    return [m for m in model.modules() if isinstance(m, AxisAttention) and (axis is None or m.axis == axis)]
+    """Self-attention seams, optionally only those attending over activation dim `axis` (full3d: over all)."""
+    return [m for m in model.modules() if isinstance(m, AxisAttention) and (axis is None or axis in m.axes)]
 
 
 def is_sharded(p: torch.Tensor) -> bool:

@@ -14,8 +14,10 @@ def block_params(cfg: ModelConfig) -> dict[str, int]:
     self_attn = _linear(C, 3 * C) + _linear(C, C)
     cross = _linear(C, C) + _linear(C, 2 * C) + _linear(C, C)
     mlp = _linear(C, F) + _linear(F, C)
-    n_self, n_blocks = cfg.n_self_attn, cfg.n_blocks   # depth self-attentions per sequence dim
-    return {"self_attn": n_self * self_attn, "cross_attn": n_blocks * cross,
+    if cfg.joint:   # the text tokens' own q, k, v and output projections
+        self_attn *= 2
+    n_self, n_blocks = cfg.n_self_attn, cfg.n_blocks   # depth self-attentions of each kind
+    return {"self_attn": n_self * self_attn, "cross_attn": cfg.n_cross_attn * cross,
             "mlp": n_blocks * mlp, "modulation": n_blocks * 6 * C}
 
 
@@ -45,11 +47,13 @@ def flops_per_sample(cfg: ModelConfig, shape: Shape) -> int:
     N = T * S
     mm = lambda tokens, i, o: 2 * tokens * i * o
     self_attn = lambda L: mm(N, C, 3 * C) + mm(N, C, C) + 4 * N * L * C
+    # joint text: Ly more queries and keys (N + Ly squared scores) and the text projections.
+    joint = lambda: mm(N + Ly, C, 3 * C) + mm(N + Ly, C, C) + 4 * (N + Ly) ** 2 * C
     cross = mm(N, C, C) + mm(Ly, C, 2 * C) + 4 * N * Ly * C + mm(N, C, C)
     mlp = mm(N, C, F) + mm(N, F, C)
-    # depth attentions over each sequence dim (T, S; or T, H', W' for axial3d), each of length L.
-    attn = sum(self_attn(L) for L in cfg.seq_extents(shape).values())
-    blocks = cfg.depth * attn + cfg.n_blocks * (cross + mlp)
+    # depth attentions of each kind (over S, T; H', W', T for axial3d; all T*S tokens for full3d).
+    attn = joint() if cfg.joint else sum(self_attn(L) for L in cfg.attn_lengths(shape))
+    blocks = cfg.depth * attn + cfg.n_blocks * mlp + cfg.n_cross_attn * cross
     embed = (mm(N, cfg.in_channels * cfg.patch_volume, C)
              + mm(1, cfg.freq_dim, C) + mm(1, C, C) + mm(1, C, 6 * C)
              + mm(Ly, cfg.caption_channels, C) + mm(Ly, C, C))
