@@ -65,6 +65,11 @@ def act_bytes(cfg: ModelConfig, shape: Shape, dtype_bytes: int, width: int | Non
     return shape.batch * shape.tokens * (width or cfg.hidden) * dtype_bytes
 
 
+def text_bytes(cfg: ModelConfig, shape: Shape, dtype_bytes: int) -> int:
+    """Bytes of the text stream (B, Ly, C): what joint attention gathers per attention."""
+    return shape.batch * cfg.text_len * cfg.hidden * dtype_bytes
+
+
 def out_bytes(cfg: ModelConfig, shape: Shape, dtype_bytes: int) -> int:
     """Bytes of the final layer's output tokens (what the exit gather moves)."""
     return act_bytes(cfg, shape, dtype_bytes, cfg.patch_volume * cfg.out_channels)
@@ -93,5 +98,6 @@ def heads_divisible(cfg: ModelConfig, n: int, method: str) -> str | None:
 
 
 def n_attn(cfg: ModelConfig) -> int:
-    """Self-attentions over each sequence dim in the whole model (every layout: depth each)."""
+    """Self-attentions over any one sequence dim in the whole model (every layout: depth;
+    full3d's one attention spans every dim)."""
     return cfg.depth

@@ -78,6 +78,11 @@ class ModelConfig:
         return len(self.attn_spans) * self.depth
 
     @property
+    def n_text_out(self) -> int:
+        """Joint attentions whose text output continues (all but the last block's: keys, values only)."""
+        return self.depth - 1 if self.joint else 0
+
+    @property
     def n_cross_attn(self) -> int:
         return 0 if self.joint else self.n_blocks
 

@@ -21,7 +21,7 @@ class LocalAttention(nn.Module):
     """Softmax attention on q, k, v `(B, L, H, D)`; the swap point for Ulysses and Ring.
 
     `joint=(qt, kt, vt)` `(B, Ly, H, D)`: text tokens join the sequence (MMDiT joint attention);
-    returns the token and the text outputs `(o, ot)`.
+    returns the token and the text outputs `(o, ot)`; qt None: text keys and values only, ot None.
     """
 
     def forward(self, q, k, v, joint=None):
@@ -34,9 +34,10 @@ class LocalAttention(nn.Module):
 
 def joint_attend(attend, q, k, v, joint):
     """`attend` over the tokens and the text tokens concatenated on L; -> (tokens' out, text's out)."""
-    L = q.shape[1]
-    o = attend(*(torch.cat([a, b], dim=1) for a, b in zip((q, k, v), joint)))
-    return o[:, :L], o[:, L:]
+    L, (qt, kt, vt) = q.shape[1], joint
+    q = q if qt is None else torch.cat([q, qt], dim=1)
+    o = attend(q, torch.cat([k, kt], dim=1), torch.cat([v, vt], dim=1))
+    return o[:, :L], (None if qt is None else o[:, L:])
 
 
 class AxisAttention(nn.Module):
