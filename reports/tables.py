@@ -9,6 +9,9 @@ from .fmt import Table
 from .style import METRIC_STATUSES, label, order
 
 ROW = ["model", "mode", "dtype", "batch", "frames", "spatial", "gpus"]
+# An `unsupported` record whose reason starts so: the method cannot apply to the model at any shape
+# or degree (DSP on full attention), shown as n/a rather than as a constraint a run missed.
+NOT_APPLICABLE = "not applicable"
 ROW_NAMES = {"model": "model", "mode": "mode", "dtype": "dtype", "batch": "B", "frames": "T",
              "spatial": "S", "gpus": "GPUs", "kind": "numbers", "hardware": "hardware"}
 
@@ -26,7 +29,9 @@ def _failures(runs: pd.DataFrame) -> dict[tuple, str]:
     a failed repeat next to a good one is not the configuration's outcome."""
     done = runs["status"].isin(METRIC_STATUSES)
     good = set(runs.loc[done, ROW + ["method"]].itertuples(index=False, name=None))
-    bad = runs.loc[~done, ROW + ["method", "status"]].itertuples(index=False, name=None)
+    reason = runs["error"].astype(str) if "error" in runs else pd.Series("", index=runs.index)
+    status = runs["status"].where(~((runs["status"] == "unsupported") & reason.str.startswith(NOT_APPLICABLE)), "n/a")
+    bad = runs.loc[~done, ROW + ["method"]].assign(status=status[~done]).itertuples(index=False, name=None)
     return {k[:-1]: k[-1] for k in bad if k[:-1] not in good}
 
 
@@ -69,7 +74,8 @@ def throughput(runs, best, speedups) -> Table:
     _add_speedups(data, disp, cfgs, keys, speedups)
     notes = ["samples/s: global throughput, median over repeats (± half the min-max range); "
              "(sp N): the method's best SP degree when it is not the GPU count; "
-             "oom/unsupported/timeout/error: the run's status; —: not run. DSP / X: ratio of samples/s."]
+             "oom/unsupported/timeout/error: the run's status; n/a: the method cannot apply to this model "
+             "(DSP on full 3-D attention); —: not run. DSP / X: ratio of samples/s."]
     return Table("throughput", "Throughput per method and DSP's speed-up", data, disp, notes)
 
 

@@ -1,0 +1,61 @@
+"""The shipped full3d sweeps: the CPU smoke sweep runs end to end (every method oracle-checked,
+DSP recorded not applicable with its reason) and the GPU sweep plans what its comments say."""
+import pytest
+
+from dspbench.methods import Dims, get_method
+from dspbench.methods.dsp import NOT_APPLICABLE
+from dspbench.models import Shape, get_config
+
+
+@pytest.mark.gloo
+def test_smoke_sweep_runs_every_method_and_records_dsp_not_applicable(tmp_path):
+    from dspbench.cli import main
+    from dspbench.record import read_dir
+    out = tmp_path / "full3d_smoke"
+    assert main(["sweep", "full3d_smoke", "--results", str(out)]) == 0
+    recs, problems = read_dir(out / "records")
+    assert problems == []
+    by = {(r["model"], r["method"]): r for r in recs}
+    methods = ("ulysses", "ulysses_deepspeed", "ring", "usp", "megatron_sp")
+    for model in ("full3d-joint-tiny",):
+        dsp = by[(model, "dsp")]
+        assert dsp["status"] == "unsupported" and dsp["error"].startswith(NOT_APPLICABLE)
+        for m in methods:
+            r = by[(model, m)]
+            if m == "ulysses_deepspeed" and r["status"] == "unsupported":
+                assert "needs DeepSpeed" in r["error"]      # optional dependency
+                continue
+            assert r["status"] == "ok", r.get("error")
+            assert r["oracle_max_abs_err"]["output"] < 1e-5
+    assert len(recs) == 6
+
+
+def test_gpu_sweep_plans_wan_shapes_and_every_method():
+    from dspbench.slurm.plan import make_plan
+    from dspbench.slurm.spec import load_sweep
+    plan = make_plan(load_sweep("full3d_wan"), "local", {}, set())
+    assert len(plan.points) == 4 * 2 * 6 * 3          # models x (480p, 720p) x methods x repeats
+    assert {(c.model, c.spatial, c.frames, c.shard) for c in plan.points} >= {
+        ("full3d-14b", 1560, 21, "S"), ("full3d-14b", 3600, 21, "S")}
+    # The methods' own verdicts (the plan's come after the environment's: no 8 GPUs here).
+    reasons = {(c.model, c.method): get_method(c.method).check(get_config(c.model), Shape(c.batch, c.frames, c.spatial),
+                                                               Dims(sp=c.sp, shard=c.shard)) for c in plan.points}
+    assert reasons[("full3d-14b", "dsp")].startswith(NOT_APPLICABLE)
+    assert "heads=12 is not divisible" in reasons[("full3d-1.3b", "ulysses")]
+    assert reasons[("full3d-1.3b", "usp")] is None and reasons[("full3d-14b", "ulysses")] is None
+    # 14B classes: all but DSP; 1.3B (12 heads): ring and usp only (ulysses, its DeepSpeed twin, megatron_sp split heads)
+    assert sum(why is None for why in reasons.values()) == 2 * 5 + 2 * 2
+
+
+def test_report_tables_show_not_applicable_apart_from_unsupported():
+    import pandas as pd
+    from dspbench.reports.tables import ROW, _failures
+    row = dict(model="full3d-tiny", mode="train", dtype="fp32", batch=1, frames=4, spatial=16, gpus=4)
+    runs = pd.DataFrame([
+        {**row, "method": "dsp", "status": "unsupported", "error": NOT_APPLICABLE + " (full3d's ...)"},
+        {**row, "method": "ulysses", "status": "unsupported", "error": "frames T=6 is not divisible by ..."},
+        {**row, "method": "ring", "status": "ok", "error": None}])
+    fails = _failures(runs)
+    key = tuple(row[c] for c in ROW)
+    assert fails[key + ("dsp",)] == "n/a" and fails[key + ("ulysses",)] == "unsupported"
+    assert key + ("ring",) not in fails
