@@ -7,7 +7,7 @@ from dspbench.models import ModelConfig, Shape
 from fake_tasks import fake_step
 
 NS = [2, 4, 8, 16, 64]
-METHODS = ["dsp", "ulysses", "ring", "megatron_sp"]
+METHODS = ["dsp", "ulysses", "ring", "megatron_sp", "allgather_kv"]
 
 
 def cfg_for(layout: str, n: int, ckpt: bool = False) -> ModelConfig:
@@ -49,6 +49,7 @@ def test_table3_ratios_in_paper_convention(n):
     assert vol["ulysses"] == pytest.approx(4 / n)
     assert vol["ring"] == pytest.approx(2)
     assert vol["megatron_sp"] == pytest.approx(8)
+    assert vol["allgather_kv"] == pytest.approx(2)   # the ring's volume, in one collective
     assert vol["dsp"] / vol["ulysses"] == pytest.approx(1 / 2)
     assert vol["dsp"] / vol["ring"] == pytest.approx(1 / n)
     assert vol["dsp"] / vol["megatron_sp"] == pytest.approx(1 / (4 * n))
