@@ -18,7 +18,7 @@ from dspbench.models.params import flops_per_sample, param_count
 from fake_tasks import fake_step
 from oracle_tasks import assert_matches_oracle
 
-METHODS = ["ulysses", "ring", "usp", "megatron_sp"]
+METHODS = ["ulysses", "ring", "usp", "megatron_sp", "allgather_kv"]
 MODELS = ["full3d-tiny", "full3d-joint-tiny"]
 HAS_DS = importlib.util.find_spec("deepspeed") is not None
 
@@ -113,6 +113,12 @@ def test_ulysses_deepspeed_equals_oracle_on_full3d(rank_pool, world, model):
     assert_matches_oracle(res, world)
 
 
+def test_ring_flash_rejects_joint_text_with_a_reason():
+    spec = get_method("ring_flash")
+    reason = spec.check(get_config("full3d-joint-tiny"), Shape(1, 4, 16), Dims(sp=2))
+    assert "joint text" in reason and "allgather_kv" in reason
+
+
 @pytest.mark.gloo
 def test_dsp_recorded_not_applicable_no_ranks_used(rank_pool):
     res = rank_pool(2).run(ot.oracle_case, "dsp", "full3d-joint-tiny", (1, 4, 16), 2)
@@ -131,7 +137,7 @@ def _cfg(n, text_mode, heads=None, ckpt=False):
 def test_ledger_equals_formula(method, text_mode, n):
     measured, formula, _ = fake_step(method, _cfg(n, text_mode), Shape(1, n, 16), n)
     assert measured == formula
-    if text_mode == "joint" and method != "ring":   # the text output's gather is in the books
+    if text_mode == "joint" and method not in ("ring", "allgather_kv"):   # the text output is gathered, counted
         assert any("joint_out" in k or "tp_text_gather" in k for k in formula)
 
 
