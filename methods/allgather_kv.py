@@ -55,7 +55,7 @@ def _parallelize(model, dims):
 
 def _forward_ops(cfg, shape, dims, b):
     # nccl-tests size of an all-gather: its output, the full K and V (2M); backward: reduce-scatter.
-    return [Op(TAG, "all_gather", 2 * act_bytes(cfg, shape, b), n_attn(cfg))]
+    return [Op(TAG, "all_gather", 2 * act_bytes(cfg, shape, b), n_attn(cfg, dims.shard))]
 
 
 METHOD = MethodSpec(

@@ -115,12 +115,12 @@ def _kv(cfg, shape, dims, b):
 
 
 def _forward_ops(cfg, shape, dims, b):
-    return [Op("ring_kv", "send_recv", _kv(cfg, shape, dims, b), (dims.sp - 1) * n_attn(cfg))]
+    return [Op("ring_kv", "send_recv", _kv(cfg, shape, dims, b), (dims.sp - 1) * n_attn(cfg, dims.shard))]
 
 
 def _backward_ops(cfg, shape, dims, b):
-    return [Op("ring_kv", "send_recv", _kv(cfg, shape, dims, b), (dims.sp - 1) * n_attn(cfg)),
-            Op("ring_dkv", "send_recv", _kv(cfg, shape, dims, 4), dims.sp * n_attn(cfg))]
+    return [Op("ring_kv", "send_recv", _kv(cfg, shape, dims, b), (dims.sp - 1) * n_attn(cfg, dims.shard)),
+            Op("ring_dkv", "send_recv", _kv(cfg, shape, dims, 4), dims.sp * n_attn(cfg, dims.shard))]
 
 
 METHOD = MethodSpec(

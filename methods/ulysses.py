@@ -58,8 +58,8 @@ def _parallelize(model, dims):
 
 def _forward_ops(cfg, shape, dims, b):
     shard = act_bytes(cfg, shape, b) // dims.sp
-    return [Op("ulysses_qkv", "all_to_all", shard, 3 * n_attn(cfg)),
-            Op("ulysses_out", "all_to_all", shard, n_attn(cfg)),
+    n = n_attn(cfg, dims.shard)
+    return [Op("ulysses_qkv", "all_to_all", shard, 3 * n), Op("ulysses_out", "all_to_all", shard, n),
             Op("ulysses_joint_out", "all_gather", text_bytes(cfg, shape, b), cfg.n_text_out)]
 
 

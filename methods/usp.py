@@ -98,7 +98,7 @@ def _parallelize(model, dims):
 def _ops(cfg, shape, dims, b) -> tuple[int, int, int, int]:
     u, r = degrees(cfg.heads, dims.sp)
     shard = act_bytes(cfg, shape, b) // dims.sp   # one rank's q, k, v or out, before and after the a2a
-    return u, r, shard, n_attn(cfg)
+    return u, r, shard, n_attn(cfg, dims.shard)
 
 
 def _ulysses_ops(cfg, shape, b, u, shard, n):

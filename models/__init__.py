@@ -7,7 +7,7 @@ from .inputs import make_inputs
 
 
 def build_model(cfg: ModelConfig) -> SpatialTemporalDiT:
-    return {"axial3d": AxialDiT, "full3d": Full3DDiT}.get(cfg.layout, SpatialTemporalDiT)(cfg)
+    return {"axial3d": AxialDiT, "full3d": Full3DDiT, "hybrid3d": Full3DDiT}.get(cfg.layout, SpatialTemporalDiT)(cfg)
 
 
 __all__ = ["MODELS", "ModelConfig", "Shape", "get_config", "build_model", "make_inputs",

@@ -6,10 +6,10 @@ from dataclasses import dataclass, replace
 
 # Sequence dims of each layout's block activation (see ModelConfig.seq_dims).
 _SEQ_DIMS = {"stdit": {"T": 1, "S": 2}, "stdit3": {"T": 1, "S": 2}, "axial3d": {"T": 1, "H": 2, "W": 3},
-             "full3d": {"T": 1, "S": 2}}
+             "full3d": {"T": 1, "S": 2}, "hybrid3d": {"T": 1, "S": 2}}
 # The sequence dims each kind of self-attention spans, in block order (ModelConfig.attn_spans).
 _ATTN_SPANS = {"stdit": (("S",), ("T",)), "stdit3": (("S",), ("T",)), "axial3d": (("H",), ("W",), ("T",)),
-               "full3d": (("T", "S"),)}
+               "full3d": (("T", "S"),), "hybrid3d": (("S",), ("T",), ("T", "S"))}
 TEXT_MODES = ("cross", "joint")
 
 
@@ -18,7 +18,9 @@ class ModelConfig:
     layout: str = "stdit"          # stdit (spatial+temporal in one block) | stdit3 (alternating blocks)
                                    # | axial3d (T, H, W attention in one block; models/axial.py)
                                    # | full3d (one attention over all T x S tokens; models/full3d.py)
-    depth: int = 2                 # stdit, axial3d: blocks; stdit3: spatial/temporal block *pairs*
+                                   # | hybrid3d (a spatial, a temporal and a full3d block per depth)
+    depth: int = 2                 # stdit, axial3d, full3d: blocks; stdit3: spatial/temporal block *pairs*;
+                                   # hybrid3d: (spatial, temporal, full) block triples
     hidden: int = 64
     heads: int = 4
     mlp_ratio: float = 4.0
@@ -70,7 +72,7 @@ class ModelConfig:
     @property
     def n_blocks(self) -> int:
         """Blocks in the stack; each has one MLP and (text_mode cross) one cross-attention."""
-        return 2 * self.depth if self.layout == "stdit3" else self.depth
+        return {"stdit3": 2, "hybrid3d": 3}.get(self.layout, 1) * self.depth
 
     @property
     def n_self_attn(self) -> int:
@@ -167,6 +169,10 @@ _FULL3D = {
 for _size, _kw in _FULL3D.items():   # joint: the same sizes with MMDiT-style joint text attention
     MODELS[f"full3d-{_size}"] = ModelConfig(layout="full3d", **_kw)
     MODELS[f"full3d-joint-{_size}"] = ModelConfig(layout="full3d", text_mode="joint", **_kw)
+# hybrid3d: factorized blocks (spatial, temporal) with a full-attention block after each pair, the
+# case where a DSP variant still applies (methods/dsp_hybrid.py); tiny only (a design point, not a
+# published model).
+MODELS["hybrid3d-tiny"] = ModelConfig(layout="hybrid3d", **_FULL3D["tiny"])
 
 
 def get_config(name: str, **overrides) -> ModelConfig:

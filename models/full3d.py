@@ -22,7 +22,7 @@ from torch import nn
 
 from .block import DiTBlock
 from .config import ModelConfig
-from .dit import S_DIM, T_DIM, SpatialTemporalDiT
+from .dit import S_DIM, T_DIM, SpatialTemporalDiT, STDiT3Block
 from .layers import AxisAttention, per_sample
 
 
@@ -83,7 +83,14 @@ class Full3DBlock(DiTBlock):
 
 
 class Full3DDiT(SpatialTemporalDiT):
-    """Latents (B, Cin, T, H, W) -> (B, Cout, T, H, W); blocks over (B, T, S, C), attention over T*S."""
+    """Latents (B, Cin, T, H, W) -> (B, Cout, T, H, W); blocks over (B, T, S, C), attention over T*S.
+
+    hybrid3d: each of `depth` steps is a spatial block, a temporal block (STDiT3's) and a full block,
+    so some attentions are local along a sequence dim and some along none.
+    """
 
     def make_blocks(self, cfg: ModelConfig) -> nn.ModuleList:
+        if cfg.layout == "hybrid3d":
+            return nn.ModuleList(b for _ in range(cfg.depth)
+                                 for b in (STDiT3Block(cfg, S_DIM), STDiT3Block(cfg, T_DIM), Full3DBlock(cfg)))
         return nn.ModuleList(Full3DBlock(cfg, last=(i == cfg.depth - 1)) for i in range(cfg.depth))

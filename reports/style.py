@@ -11,11 +11,12 @@ import matplotlib
 
 matplotlib.use("Agg")   # reports run headless (CI, SLURM nodes): never ask for a display
 
-METHOD_ORDER = ("dsp", "ulysses", "ulysses_deepspeed", "ring", "ring_flash", "allgather_kv", "torch_cp", "usp",
+METHOD_ORDER = ("dsp", "dsp_hybrid", "ulysses", "ulysses_deepspeed", "ring", "ring_flash", "allgather_kv", "torch_cp", "usp",
                 "megatron_sp", "single")
 # Okabe-Ito (colour-blind safe; USP: Tol's wine); DSP gets the strongest hue: every figure compares against it.
 PALETTE = {
     "dsp": "#D55E00",
+    "dsp_hybrid": "#F0A070",      # DSP's hue, lighter: DSP with Ulysses inside full attention
     "ulysses": "#0072B2",
     "ulysses_deepspeed": "#56B4E9",
     "ring": "#009E73",
@@ -27,7 +28,7 @@ PALETTE = {
     "single": "#7F7F7F",
 }
 LABELS = {
-    "dsp": "DSP", "ulysses": "Ulysses", "ulysses_deepspeed": "DeepSpeed-Ulysses",
+    "dsp": "DSP", "dsp_hybrid": "DSP + Ulysses (full attention)", "ulysses": "Ulysses", "ulysses_deepspeed": "DeepSpeed-Ulysses",
     "ring": "Ring Attention", "ring_flash": "ring-flash-attn", "allgather_kv": "All-gather KV (Llama 3 CP)",
     "torch_cp": "torch context_parallel", "usp": "USP (Ulysses × Ring)", "megatron_sp": "Megatron-SP",
     "single": "single device",
