@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from functools import partial
 
-from . import dsp
-from .common import act_bytes, attentions, heads_divisible, seq_dims_divisible, shard_sequence, text_bytes
-from .spec import MethodSpec, Op
-from .ulysses import UlyssesAttention
+from dspbench.methods import dsp
+from dspbench.methods.common import act_bytes, attentions, heads_divisible, seq_dims_divisible, shard_sequence, text_bytes
+from dspbench.methods.spec import MethodSpec, Op
+from dspbench.methods.ulysses import UlyssesAttention
 
 NAME = "dsp_hybrid"
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from torch import nn
 
-from . import comm
-from .common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence, text_bytes
-from .ring import RingAttention
-from .spec import CONJUGATE, MethodSpec, Op
-from .ulysses import gather_heads, joint_heads
+from dspbench.methods import comm
+from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence, text_bytes
+from dspbench.methods.ring import RingAttention
+from dspbench.methods.spec import CONJUGATE, MethodSpec, Op
+from dspbench.methods.ulysses import gather_heads, joint_heads
 
 L_DIM, H_DIM = 1, 2   # of q, k, v (B', L, H, D)
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .config import ModelConfig
-from .dit import T_DIM, SpatialTemporalDiT
-from .block import DiTBlock
-from .layers import AxisAttention, PatchEmbed3D, per_sample
+from dspbench.models.config import ModelConfig
+from dspbench.models.dit import T_DIM, SpatialTemporalDiT
+from dspbench.models.block import DiTBlock
+from dspbench.models.layers import AxisAttention, PatchEmbed3D, per_sample
 
 H_DIM, W_DIM = 2, 3   # activation dims of (B, T, H, W, C); T_DIM = 1 as in dit.py
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .config import ModelConfig
-from .layers import CrossAttention, Mlp, modulate, per_sample
+from dspbench.models.config import ModelConfig
+from dspbench.models.layers import CrossAttention, Mlp, modulate, per_sample
 
 
 class DiTBlock(nn.Module):

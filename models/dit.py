@@ -12,9 +12,9 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .config import ModelConfig
-from .block import DiTBlock
-from .layers import (AxisAttention, CaptionEmbedder, FinalLayer, PatchEmbed3D, SeqSeam, TimestepEmbedder,
+from dspbench.models.config import ModelConfig
+from dspbench.models.block import DiTBlock
+from dspbench.models.layers import (AxisAttention, CaptionEmbedder, FinalLayer, PatchEmbed3D, SeqSeam, TimestepEmbedder,
                      per_sample, sincos_1d, sincos_2d)
 
 T_DIM, S_DIM = 1, 2   # activation dims of (B, T, S, C)

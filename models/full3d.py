@@ -20,10 +20,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .block import DiTBlock
-from .config import ModelConfig
-from .dit import S_DIM, T_DIM, SpatialTemporalDiT, STDiT3Block
-from .layers import AxisAttention, per_sample
+from dspbench.models.block import DiTBlock
+from dspbench.models.config import ModelConfig
+from dspbench.models.dit import S_DIM, T_DIM, SpatialTemporalDiT, STDiT3Block
+from dspbench.models.layers import AxisAttention, per_sample
 
 
 class FullAttention(AxisAttention):
