@@ -62,3 +62,25 @@ def test_report_tables_show_not_applicable_apart_from_unsupported():
     key = tuple(row[c] for c in ROW)
     assert fails[key + ("dsp",)] == "n/a" and fails[key + ("ulysses",)] == "unsupported"
     assert key + ("ring",) not in fails
+
+
+def test_predictions_on_full3d_name_dsp_not_applicable_and_price_every_method():
+    from dspbench.cost.hardware import load_profile
+    from dspbench.cost.memory import block_elems
+    from dspbench.cost.paper_full3d import METHODS, _inference_row
+    from dspbench.cost.predict import predicted_record
+    from dspbench.records.config import RunConfig
+    prof, recs = load_profile("h100-ib"), []
+    row = _inference_row(lambda r: recs.append(r) or r, prof, "full3d-14b", "720p", 21, 3600, 8)
+    by = {r["method"]: r for r in recs}
+    assert list(by) == list(METHODS) and row.split(" | ")[4] == "n/a"
+    assert by["dsp"]["status"] == "unsupported" and by["dsp"]["error"].startswith(NOT_APPLICABLE)
+    assert all(by[m]["status"] == "predicted" and by[m]["source"] == "predicted" for m in METHODS[1:])
+    # Megatron-SP moves the most (8M per layer), Ulysses and USP (8 x 1 here) the same.
+    wire = {m: by[m]["comm_wire_bytes"] for m in METHODS[1:]}
+    assert max(wire, key=wire.get) == "megatron_sp" and wire["ulysses"] == wire["usp"]
+    # Memory per block: one self-attention, no cross-attention with joint text, Wan's MLP width.
+    assert block_elems(get_config("full3d-joint-14b")) == 8 + 3 + 2 * 13824 / 5120
+    cfg = RunConfig(method="usp", model="full3d-14b", frames=21, spatial=3600, gpus=16, sp="auto", dtype="bf16",
+                    grad_ckpt=True, backend="nccl", shard="S")
+    assert predicted_record(cfg, prof, 2)["sp"] == 2                # minimum SP that fits at 720p

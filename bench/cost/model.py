@@ -57,9 +57,11 @@ def flops_factor(cfg: RunConfig) -> int:
 
 
 def _attn_core_flops(mcfg, shape: Shape, shard: str) -> float:
-    """Forward FLOPs of QK^T and AV in the attentions over the sharded dim (what a ring hop hides)."""
-    L = shape.frames if shard == "T" else shape.spatial
-    return mcfg.depth * 4 * shape.batch * shape.tokens * L * mcfg.hidden
+    """Forward FLOPs of QK^T and AV in the attentions over the sharded dim (what a ring hop hides):
+    each kind whose span holds it (full3d: all T*S tokens, with joint text Ly more keys)."""
+    text = mcfg.text_len if mcfg.joint else 0
+    lengths = [L + text for L, span in zip(mcfg.attn_lengths(shape), mcfg.attn_spans) if shard in span]
+    return mcfg.depth * sum(4 * shape.batch * shape.tokens * L * mcfg.hidden for L in lengths)
 
 
 def predict(cfg: RunConfig, profile: Profile, zero: int = 0) -> Prediction:

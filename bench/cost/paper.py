@@ -12,6 +12,7 @@ from dataclasses import replace
 from importlib.resources import files
 from pathlib import Path
 
+from dspbench.cost import paper_full3d
 from dspbench.cost.autosp import resolved
 from dspbench.records.config import RunConfig
 from dspbench.cost.hardware import load_profile
@@ -164,7 +165,8 @@ def main(argv=None) -> int:
         return rec
 
     body = fig3(emit) + [""] + inference(emit) + [""] + scaling(emit, "stdit-xl") + [""] + scaling(emit, "stdit-3b")
-    Path(a.md).write_text(HEADER + "\n".join(body) + "\n" + DISCUSSION)
+    body += [""] + paper_full3d.training(emit) + [""] + paper_full3d.inference(emit)
+    Path(a.md).write_text(HEADER + "\n".join(body) + "\n" + DISCUSSION + paper_full3d.DISCUSSION)
     print("\n".join(body))
     return 0
 
