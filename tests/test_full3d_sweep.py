@@ -84,3 +84,6 @@ def test_predictions_on_full3d_name_dsp_not_applicable_and_price_every_method():
     cfg = RunConfig(method="usp", model="full3d-14b", frames=21, spatial=3600, gpus=16, sp="auto", dtype="bf16",
                     grad_ckpt=True, backend="nccl", shard="S")
     assert predicted_record(cfg, prof, 2)["sp"] == 2                # minimum SP that fits at 720p
+    # --sp auto: not applicable at every degree is said once, as the reason (reports show n/a).
+    dsp = predicted_record(RunConfig(**{**cfg.to_dict(), "method": "dsp"}), prof, 2)
+    assert dsp["status"] == "unsupported" and dsp["error"].startswith(NOT_APPLICABLE) and "sp=" not in dsp["error"]
