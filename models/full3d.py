@@ -37,7 +37,7 @@ class FullAttention(AxisAttention):
 
     def __init__(self, hidden: int, heads: int, text: str | None = None):
         super().__init__(hidden, heads, axis=T_DIM)
-        self.axes = (T_DIM, S_DIM)
+        self.axis, self.axes = None, (T_DIM, S_DIM)   # no single axis: it attends over both
         self.text = text
         if text == "qkv":
             self.text_qkv = nn.Linear(hidden, 3 * hidden)

@@ -113,6 +113,15 @@ def test_ulysses_deepspeed_equals_oracle_on_full3d(rank_pool, world, model):
     assert_matches_oracle(res, world)
 
 
+@pytest.mark.gloo
+@pytest.mark.deepspeed
+@pytest.mark.skipif(not HAS_DS, reason="deepspeed is not installed (pip install 'dspbench[deepspeed]')")
+def test_ulysses_deepspeed_joint_tags_survive_checkpointing(rank_pool):
+    # Recompute re-runs DeepSpeed's all-to-alls and our text gather inside the backward.
+    res = rank_pool(2).run(ot.oracle_case, "ulysses_deepspeed", "full3d-joint-tiny", (1, 4, 16), 2, ckpt=True, depth=3)
+    assert_matches_oracle(res, 2)
+
+
 def test_ring_flash_rejects_joint_text_with_a_reason():
     spec = get_method("ring_flash")
     reason = spec.check(get_config("full3d-joint-tiny"), Shape(1, 4, 16), Dims(sp=2))
