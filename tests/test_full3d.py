@@ -42,7 +42,7 @@ def test_wan_published_dimensions():
 
 
 @pytest.mark.parametrize("name", MODELS)
-@pytest.mark.parametrize("shape", [Shape(1, 4, 16), Shape(2, 3, 12)])
+@pytest.mark.parametrize("shape", [Shape(2, 3, 12)])
 def test_analytic_flops_equal_counted_flops(name, shape):
     cfg = get_config(name, depth=3)   # joint: two blocks with text output, the last with text K, V only
     x, t, y, target = make_inputs(cfg, shape)
@@ -140,7 +140,7 @@ def _cfg(n, text_mode, heads=None, ckpt=False):
                        text_len=4, text_mode=text_mode, grad_ckpt=ckpt)
 
 
-@pytest.mark.parametrize("n", [4, 16])
+@pytest.mark.parametrize("n", [4, 8])
 @pytest.mark.parametrize("text_mode", ["cross", "joint"])
 @pytest.mark.parametrize("method", METHODS + ["ulysses_deepspeed"] * HAS_DS)
 def test_ledger_equals_formula(method, text_mode, n):
