@@ -7,7 +7,7 @@ from importlib.metadata import entry_points
 from .dims import Dims, build_dims
 from .spec import MethodSpec, Op
 
-BUILTIN = ("single", "dsp", "ulysses", "ring", "megatron_sp", "ulysses_deepspeed", "usp", "allgather_kv", "ring_flash")
+BUILTIN = ("single", "dsp", "ulysses", "ring", "megatron_sp", "ulysses_deepspeed", "usp", "allgather_kv", "ring_flash", "torch_cp")
 ENTRY_POINT_GROUP = "dspbench.methods"
 
 
