@@ -1,20 +1,36 @@
-"""The `dspbench` command: run, models, methods, demo (and sweep, report, ... as they land)."""
+"""The `dspbench` command: each stage registers its own sub-commands; this file only gathers them.
+
+Stages (in `dspbench --help` order): run (run, models, methods, demo), cost (predict), calibrate
+(calibrate, emulate), reports (report), micro (bench-ledger, bench-switch), slurm (sweep).
+"""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from importlib import import_module
 
-from . import commands
+STAGES = ("dspbench.run.cli", "dspbench.cost.cli", "dspbench.calibrate.cli", "dspbench.reports.cli",
+          "dspbench.micro.cli", "dspbench.slurm.cli")
+
+
+def _gather() -> tuple[dict, dict]:
+    commands, passthrough = {}, {}
+    for name in STAGES:
+        mod = import_module(name)
+        commands.update(mod.COMMANDS)
+        passthrough.update(getattr(mod, "PASSTHROUGH", {}))
+    return commands, passthrough
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] in commands.PASSTHROUGH:   # benchmarks parse their own flags
-        return commands.PASSTHROUGH[argv[0]](argv[1:]) or 0
-    parser = argparse.ArgumentParser(prog="dspbench", description=__doc__.split(":")[0] + ".")
+    commands, passthrough = _gather()
+    if argv and argv[0] in passthrough:   # benchmarks parse their own flags
+        return passthrough[argv[0]](argv[1:]) or 0
+    parser = argparse.ArgumentParser(prog="dspbench", description="dspbench: sequence parallelism for "
+                                     "spatial-temporal transformers, measured honestly.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (help_text, add_args, handler) in commands.COMMANDS.items():
+    for name, (help_text, add_args, handler) in commands.items():
         p = sub.add_parser(name, help=help_text, description=help_text,
                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
         add_args(p)
@@ -25,11 +41,6 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, KeyError, FileNotFoundError) as e:
         print(f"dspbench {args.command}: error: {e.args[0] if e.args else e}", file=sys.stderr)
         return 2
-
-
-def print_json(obj) -> None:
-    json.dump(obj, sys.stdout, sort_keys=True, default=str)
-    sys.stdout.write("\n")
 
 
 if __name__ == "__main__":

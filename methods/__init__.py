@@ -4,8 +4,8 @@ from __future__ import annotations
 from importlib import import_module
 from importlib.metadata import entry_points
 
-from .dims import Dims, build_dims
-from .spec import MethodSpec, Op
+from dspbench.methods.dims import Dims, build_dims
+from dspbench.methods.spec import MethodSpec, Op
 
 BUILTIN = ("single", "dsp", "ulysses", "ring", "megatron_sp", "ulysses_deepspeed", "usp", "allgather_kv", "ring_flash", "torch_cp")
 ENTRY_POINT_GROUP = "dspbench.methods"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from . import flash_attn_kernels as fa
+from dspbench.methods import flash_attn_kernels as fa
 
 aten = torch.ops.aten
 

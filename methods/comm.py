@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 from torch.autograd import Function
 
-from . import ledger
+from dspbench.methods import ledger
 
 Group = dist.ProcessGroup | None
 
@@ -107,7 +107,7 @@ def _send_buffer(view: torch.Tensor) -> torch.Tensor:
     (no copy), else one copy. On CPU the copy goes into a per-thread scratch, grown and never
     shrunk, instead of a new tensor: glibc serves blocks over its mmap threshold (32 MiB at most)
     from fresh pages, and faulting in a fresh send buffer per switch cost as much as the copy and
-    the wire together (bench/switch_bench.py, 64 MiB/rank). The collective has returned before
+    the wire together (bench/micro/switch.py, 64 MiB/rank). The collective has returned before
     the next call reuses the scratch (no async_op here). On CUDA the caching allocator already
     recycles memory, so there the copy is a plain temporary.
     """

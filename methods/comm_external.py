@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 
-from . import ledger
-from .comm import _nbytes, _phase, _watch, size
+from dspbench.methods import ledger
+from dspbench.methods.comm import _nbytes, _phase, _watch, size
 
 # ---------------------------------------------------------------- a library's own all-to-alls
 _EXTERNAL = threading.local()   # .busy: a recording wrapper is running (outer, nested ones skip)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from .comm import Group, size
+from dspbench.methods.comm import Group, size
 
 
 # ---------------------------------------------------------------- the switch benchmark's baselines

@@ -4,10 +4,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..models.config import ModelConfig, Shape
-from ..models.layers import AxisAttention
-from . import comm
-from .dims import Dims
+from dspbench.models.config import ModelConfig, Shape
+from dspbench.models.layers import AxisAttention
+from dspbench.methods import comm
+from dspbench.methods.dims import Dims
 
 SHARDED = "_dspbench_shard"   # attribute on parameters a method shards (not replicated over SP)
 

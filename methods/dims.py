@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models import H_DIM, S_DIM, T_DIM, W_DIM
-from . import comm
+from dspbench.models import H_DIM, S_DIM, T_DIM, W_DIM
+from dspbench.methods import comm
 
 # Every sequence dim name of every layout; which ones a model has: ModelConfig.seq_dims (checked
 # by the methods' check(), since Dims does not know the model).

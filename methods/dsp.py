@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from functools import partial
 
-from . import comm
-from .common import act_bytes, attentions, n_attn, seq_dims_divisible, shard_sequence
-from .spec import MethodSpec, Op
+from dspbench.methods import comm
+from dspbench.methods.common import act_bytes, attentions, n_attn, seq_dims_divisible, shard_sequence
+from dspbench.methods.spec import MethodSpec, Op
 
 
 ENTRY = "T"   # the sequence dim sharded where the token grid enters the blocks

@@ -12,12 +12,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..models.config import ModelConfig
-from ..models.layers import AxisAttention, CrossAttention, Mlp
-from . import comm
-from .common import SHARDED, act_bytes, heads_divisible, shard_divisible, shard_sequence
-from .shards import ShardSpec, take_shard
-from .spec import MethodSpec, Op
+from dspbench.models.config import ModelConfig
+from dspbench.models.layers import AxisAttention, CrossAttention, Mlp
+from dspbench.methods import comm
+from dspbench.methods.common import SHARDED, act_bytes, heads_divisible, shard_divisible, shard_sequence
+from dspbench.methods.shards import ShardSpec, take_shard
+from dspbench.methods.spec import MethodSpec, Op
 
 
 def _sharded_param(full: torch.Tensor, spec: ShardSpec) -> nn.Parameter:

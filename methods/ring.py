@@ -12,10 +12,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.autograd import Function
 
-from . import comm
-from .attn_kernels import block_backward, block_forward
-from .common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
-from .spec import MethodSpec, Op
+from dspbench.methods import comm
+from dspbench.methods.attn_kernels import block_backward, block_forward
+from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
+from dspbench.methods.spec import MethodSpec, Op
 
 KV_TAG, DKV_TAG = 1, 2   # P2P message tags: the K,V and dK,dV streams between the same peers
 

@@ -1,5 +1,5 @@
 """No sequence parallelism: the single-device oracle and the speed-up denominator."""
-from .spec import MethodSpec
+from dspbench.methods.spec import MethodSpec
 
 
 def _check(cfg, shape, dims):

@@ -19,11 +19,11 @@ from typing import Callable, NamedTuple
 
 import torch
 
-from ..models.config import ModelConfig, Shape
-from ..models.params import param_count
-from .common import out_bytes
-from .dims import Dims
-from .ledger import key, wire_bytes
+from dspbench.models.config import ModelConfig, Shape
+from dspbench.models.params import param_count
+from dspbench.methods.common import out_bytes
+from dspbench.methods.dims import Dims
+from dspbench.methods.ledger import key, wire_bytes
 
 CONJUGATE = {"all_to_all": "all_to_all", "all_gather": "reduce_scatter",
              "reduce_scatter": "all_gather", "send_recv": "send_recv", "all_reduce": "all_reduce"}

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from torch import nn
 
-from . import comm
-from .common import act_bytes, attentions, heads_divisible, n_attn, shard_divisible, shard_sequence
-from .spec import MethodSpec, Op
+from dspbench.methods import comm
+from dspbench.methods.common import act_bytes, attentions, heads_divisible, n_attn, shard_divisible, shard_sequence
+from dspbench.methods.spec import MethodSpec, Op
 
 L_DIM, H_DIM = 1, 2   # of q, k, v (B', L, H, D)
 

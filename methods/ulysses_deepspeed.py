@@ -18,10 +18,10 @@ import os
 
 from torch import nn
 
-from . import comm, comm_external
-from .common import attentions, heads_divisible, shard_divisible, shard_sequence
-from .spec import MethodSpec
-from .ulysses import H_DIM, L_DIM, _forward_ops
+from dspbench.methods import comm, comm_external
+from dspbench.methods.common import attentions, heads_divisible, shard_divisible, shard_sequence
+from dspbench.methods.spec import MethodSpec
+from dspbench.methods.ulysses import H_DIM, L_DIM, _forward_ops
 
 NAME = "ulysses_deepspeed"
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from torch import nn
 
-from . import comm
-from .common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
-from .ring import RingAttention
-from .spec import MethodSpec, Op
+from dspbench.methods import comm
+from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
+from dspbench.methods.ring import RingAttention
+from dspbench.methods.spec import MethodSpec, Op
 
 L_DIM, H_DIM = 1, 2   # of q, k, v (B', L, H, D)
 

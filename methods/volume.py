@@ -9,7 +9,7 @@ Layer-internal traffic excludes the model exit gather and gradient synchronisati
 """
 from __future__ import annotations
 
-from .ledger import untag
+from dspbench.methods.ledger import untag
 
 NOT_PER_LAYER = ("seq_gather", "grad_sync", "dp_grad_sync")
 

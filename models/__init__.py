@@ -1,8 +1,8 @@
 """Single-device spatial-temporal DiTs. No distributed code here, and no import of dspbench.methods or the harness."""
-from .config import MODELS, ModelConfig, Shape, get_config
-from .axial import H_DIM, W_DIM, AxialDiT
-from .dit import S_DIM, T_DIM, SpatialTemporalDiT
-from .inputs import make_inputs
+from dspbench.models.config import MODELS, ModelConfig, Shape, get_config
+from dspbench.models.axial import H_DIM, W_DIM, AxialDiT
+from dspbench.models.dit import S_DIM, T_DIM, SpatialTemporalDiT
+from dspbench.models.inputs import make_inputs
 
 
 def build_model(cfg: ModelConfig) -> SpatialTemporalDiT:

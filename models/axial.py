@@ -11,9 +11,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .config import ModelConfig
-from .dit import T_DIM, SpatialTemporalDiT
-from .layers import AxisAttention, CrossAttention, Mlp, PatchEmbed3D, modulate, per_sample
+from dspbench.models.config import ModelConfig
+from dspbench.models.dit import T_DIM, SpatialTemporalDiT
+from dspbench.models.layers import AxisAttention, CrossAttention, Mlp, PatchEmbed3D, modulate, per_sample
 
 H_DIM, W_DIM = 2, 3   # activation dims of (B, T, H, W, C); T_DIM = 1 as in dit.py
 

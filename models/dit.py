@@ -12,8 +12,8 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .config import ModelConfig
-from .layers import (AxisAttention, CaptionEmbedder, CrossAttention, FinalLayer, Mlp, PatchEmbed3D,
+from dspbench.models.config import ModelConfig
+from dspbench.models.layers import (AxisAttention, CaptionEmbedder, CrossAttention, FinalLayer, Mlp, PatchEmbed3D,
                      SeqSeam, TimestepEmbedder, modulate, per_sample, sincos_1d, sincos_2d)
 
 T_DIM, S_DIM = 1, 2   # activation dims of (B, T, S, C)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from .config import ModelConfig, Shape
+from dspbench.models.config import ModelConfig, Shape
 
 
 def make_inputs(cfg: ModelConfig, shape: Shape, seed: int = 0, dtype=torch.float32, device="cpu"):

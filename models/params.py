@@ -1,7 +1,7 @@
 """Analytic parameter counts and forward FLOPs (tested against brute-force counts)."""
 from __future__ import annotations
 
-from .config import ModelConfig, Shape
+from dspbench.models.config import ModelConfig, Shape
 
 
 def _linear(i: int, o: int) -> int:

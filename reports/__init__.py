@@ -13,9 +13,9 @@ __all__ = ["analyse", "build_report", "load_sweep"]
 
 def __getattr__(name):
     if name in ("analyse", "build_report"):
-        from . import report
+        from dspbench.reports import report
         return getattr(report, name)
     if name == "load_sweep":
-        from .collect import load_sweep
+        from dspbench.reports.collect import load_sweep
         return load_sweep
     raise AttributeError(name)

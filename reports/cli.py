@@ -26,7 +26,7 @@ def run(args) -> int:
         print(f"dspbench report: no such directory: {args.results_dir}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.WARNING, format="dspbench report: %(message)s")  # data problems
-    from .report import build_report   # heavy imports (pandas, matplotlib, torch) only when running
+    from dspbench.reports.report import build_report   # heavy imports (pandas, matplotlib, torch) only when running
     page = build_report(args.results_dir, args.out, jobs=args.jobs)
     print(f"report written: {page} and {page.with_name('index.md')}")
     return 0
@@ -34,3 +34,8 @@ def run(args) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+COMMANDS = {
+    "report": ("turn a sweep's records into tables, figures and a report (index.md, index.html)", add_args, run),
+}

@@ -1,6 +1,6 @@
 """Load one sweep, `results/<sweep>/`, into a tidy DataFrame: one row per run and repeat.
 
-Records are read with `dspbench.record.read_records` (corrupt or truncated lines and foreign
+Records are read with `dspbench.records.io.read_records` (corrupt or truncated lines and foreign
 schema versions come back as "file:line: ..." problems and are skipped; the rest loads). A
 re-run appends a second record with the same run_id; we keep one per run_id: an `ok` record
 beats a `predicted` one, which beats failures, and among equals the newest wins: `recorded_at`
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..record import read_records
+from dspbench.records.io import read_records
 
 # Columns every downstream step may rely on (absent from old or partial records: NaN/None).
 NUMERIC = ("batch", "frames", "spatial", "hidden", "depth", "heads", "params", "world_size", "gpus",

@@ -3,18 +3,17 @@
 Measured: a record's `comm_tagged` {"tag/op.phase": wire bytes per rank per step}. Per layer:
 drop the model-exit gather and gradient syncs (methods.volume.NOT_PER_LAYER), divide by depth
 (stdit3 depth already counts spatial+temporal pairs) and, in `sample` mode, by the forward passes.
-Analytic: `get_method(m).comm_bytes(...)`, reduced the same way. The paper counts whole tensors
+Analytic: the record's `comm_formula` (the formula of the code that ran it, which the ledger was
+checked against), reduced the same way; reports never recompute it with today's methods. The paper counts whole tensors
 moved per device: paper = wire * N/(N-1) (methods/volume.py), shown as a multiple of M, the bytes
 of one activation (B, T, S, C), next to Table 3's formula.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 import pandas as pd
 
-from .style import PAPER_TABLE3
+from dspbench.reports.style import PAPER_TABLE3
 
 NOT_PER_LAYER = ("seq_gather", "grad_sync", "dp_grad_sync")   # == methods.volume (torch-free here)
 KEY = ("method", "model", "frames", "spatial", "batch", "sp", "mode", "dtype", "grad_ckpt",
@@ -40,24 +39,6 @@ def per_op_per_layer(tagged, layers: float) -> dict[str, float]:
     return out
 
 
-@lru_cache(maxsize=4096)
-def analytic(method, model, frames, spatial, batch, sp, dp, mode, dtype, grad_ckpt, shard):
-    """The method's formula {'tag/op.phase': wire bytes} for one step, or a reason it has none."""
-    try:
-        from dspbench.methods import Dims, get_method
-        from dspbench.models import Shape, get_config
-        cfg = get_config(model, grad_ckpt=bool(grad_ckpt))
-        shape, dims = Shape(int(batch), int(frames), int(spatial)), Dims(sp=int(sp), dp=int(dp), shard=shard)
-        spec = get_method(method)
-        why = spec.check(cfg, shape, dims)
-        if why:
-            return None, why
-        fmode = "infer" if mode == "sample" else mode      # sample: one formula per forward pass
-        return spec.comm_bytes(cfg, shape, dims, dtype, fmode), None
-    except (KeyError, ValueError, TypeError) as e:
-        return None, f"{type(e).__name__}: {e}"
-
-
 def _passes(row) -> float:
     return float(row["sample_steps"]) if row["mode"] == "sample" else 1.0
 
@@ -67,7 +48,9 @@ def volume_table(runs: pd.DataFrame) -> pd.DataFrame:
     df = runs[runs["status"].isin(["ok", "predicted"]) & (runs["sp"] > 1)]
     df = df[df["comm_tagged"].map(lambda t: isinstance(t, dict)).astype(bool)]
     df = df.sort_values("repeat").drop_duplicates([k for k in KEY if k in df], keep="first")
-    rows = [_row(r._asdict()) for r in df[list(KEY) + ["comm_tagged"]].itertuples(index=False)]
+    if "comm_formula" not in df:
+        df = df.assign(comm_formula=None)
+    rows = [_row(r._asdict()) for r in df[list(KEY) + ["comm_tagged", "comm_formula"]].itertuples(index=False)]
     cols = list(KEY) + ["layers", "M_bytes", "fwd_measured", "fwd_formula", "bwd_measured",
                         "bwd_formula", "match", "paper_fwd_xM", "table3", "table3_xM", "note"]
     out = pd.DataFrame(rows, columns=cols)
@@ -78,17 +61,15 @@ def _row(r) -> dict:
     layers = float(r["depth"]) * _passes(r)
     n = int(r["sp"])
     M = float(r["batch"] * r["frames"] * r["spatial"] * r["hidden"] * _DTYPE_BYTES.get(r["dtype"], np.nan))
-    # per-layer traffic stays inside the SP group: the DP degree does not change it
-    formula, why = analytic(r["method"], r["model"], r["frames"], r["spatial"], r["batch"], n,
-                            1, r["mode"], r["dtype"], r["grad_ckpt"], r["shard"])
-    # the formula covers one forward pass (infer, for sample mode); the ledger all of a step's
-    f_layers = float(r["depth"])
+    # the formula covers the whole step, as the ledger does (sample mode: every forward pass)
+    formula = r["comm_formula"] if isinstance(r["comm_formula"], dict) else None
+    why = None if formula is not None else "the record carries no comm_formula (written before schema 2)"
     out = {k: r[k] for k in KEY}
     out.update(layers=layers, M_bytes=M, note=why or "",
                fwd_measured=per_layer(r["comm_tagged"], "fwd", layers),
                bwd_measured=per_layer(r["comm_tagged"], "bwd", layers),
-               fwd_formula=per_layer(formula, "fwd", f_layers) if formula is not None else np.nan,
-               bwd_formula=per_layer(formula, "bwd", f_layers) if formula is not None else np.nan)
+               fwd_formula=per_layer(formula, "fwd", layers) if formula is not None else np.nan,
+               bwd_formula=per_layer(formula, "bwd", layers) if formula is not None else np.nan)
     out["match"] = (formula is not None and np.isclose(out["fwd_measured"], out["fwd_formula"])
                     and np.isclose(out["bwd_measured"], out["bwd_formula"], equal_nan=True))
     out["paper_fwd_xM"] = out["fwd_measured"] * n / (n - 1) / M

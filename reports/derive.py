@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .envinfo import hardware_label
-from .style import METRIC_STATUSES
+from dspbench.reports.envinfo import hardware_label
+from dspbench.reports.style import METRIC_STATUSES
 
 # A configuration on which methods are compared (the brief: same model, shape, batch, GPUs, mode,
 # dtype; also backend, checkpointing, sampling steps, and whether measured, and where).

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from .style import RC, colour, label, order
+from dspbench.reports.style import RC, colour, label, order
 
 MAX_PANELS = 6     # more panels make figures unreadable, and each costs ~0.1 s to draw
 MAX_BARS = 18      # configurations in a bar chart, wrapped in rows of BARS_PER_ROW

@@ -6,9 +6,9 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.patches import Patch
 
-from .commvol import per_op_per_layer
-from .figures import OP_COLOURS, _bar_rows, _pick_configs, _config_labels, _grid, _panel_title, _panels, _varying, theme
-from .style import GIB, MIB, colour, label, order
+from dspbench.reports.commvol import per_op_per_layer
+from dspbench.reports.figures import OP_COLOURS, _bar_rows, _pick_configs, _config_labels, _grid, _panel_title, _panels, _varying, theme
+from dspbench.reports.style import GIB, MIB, colour, label, order
 
 
 BWD_ALPHA = 0.45   # backward = the op's colour, lighter (hatching costs seconds to render)

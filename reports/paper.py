@@ -87,9 +87,9 @@ PAPER_RATIO_NOTE = ("Paper v1 Figure 3: DSP/DeepSpeed-Ulysses 1.43-2.22 (trainin
 
 
 def tables(best: pd.DataFrame, speedups: pd.DataFrame) -> list:
-    from . import fmt
-    from .fmt import Table
-    from .style import label
+    from dspbench.reports import fmt
+    from dspbench.reports.fmt import Table
+    from dspbench.reports.style import label
     f3 = fig3_table(best)
     d3 = pd.DataFrame({"GPUs (= SP)": f3["gpus"], "T": f3["frames"], "S": f3["spatial"],
                        "paper Ulysses": f3["paper_ulysses"].map(fmt.num),

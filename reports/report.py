@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import derive, figures, figures_cost, paper, render, tables, tables_comm, tables_cost
-from .collect import Sweep, load_sweep
-from .commvol import volume_table
-from .envinfo import environment_table
-from .fmt import Table
-from .style import label, order
+from dspbench.reports import derive, figures, figures_cost, paper, render, tables, tables_comm, tables_cost
+from dspbench.reports.collect import Sweep, load_sweep
+from dspbench.reports.commvol import volume_table
+from dspbench.reports.envinfo import environment_table
+from dspbench.reports.fmt import Table
+from dspbench.reports.style import label, order
 
 
 log = logging.getLogger("dspbench.reports")

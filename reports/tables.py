@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import fmt
-from .derive import COMPARE
-from .fmt import Table
-from .style import METRIC_STATUSES, label, order
+from dspbench.reports import fmt
+from dspbench.reports.derive import COMPARE
+from dspbench.reports.fmt import Table
+from dspbench.reports.style import METRIC_STATUSES, label, order
 
 ROW = ["model", "mode", "dtype", "batch", "frames", "spatial", "gpus"]
 ROW_NAMES = {"model": "model", "mode": "mode", "dtype": "dtype", "batch": "B", "frames": "T",

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import fmt
-from .fmt import Table
-from .style import label, order
+from dspbench.reports import fmt
+from dspbench.reports.fmt import Table
+from dspbench.reports.style import label, order
 
 
 def volume(vol: pd.DataFrame) -> Table:

@@ -1,6 +1,6 @@
 """Predicted vs measured: each measured configuration beside its cost-model prediction.
 
-Both records share a run_id (bench/emulate.py writes the prediction of every launch it measures;
+Both records share a run_id (bench/calibrate/emulate.py writes the prediction of every launch it measures;
 `dspbench predict --records-file` into a sweep's folder does the same by hand). Repeats are
 aggregated by median; the baseline/DSP ratios are ratios of those medians.
 """
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import fmt
-from .fmt import Table
-from .style import label, order
+from dspbench.reports import fmt
+from dspbench.reports.fmt import Table
+from dspbench.reports.style import label, order
 
 CONFIG = ["model", "mode", "dtype", "batch", "frames", "spatial", "gpus", "sp"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .plan import EXECUTORS
+from dspbench.slurm.plan import EXECUTORS
 
 DEFAULT_SWEEP = "cpu_smoke"   # the embedded default: every method on the tiny model, a minute on a laptop
 
@@ -24,7 +24,7 @@ def add_sweep_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from .results import status_report
+    from dspbench.slurm.results import status_report
     if args.sweep == "status":
         if not args.dir:
             raise ValueError("usage: dspbench sweep status DIR")
@@ -32,8 +32,8 @@ def cmd_sweep(args) -> int:
         return 0
     if args.dir:
         raise ValueError(f"unexpected argument {args.dir!r} (only `dspbench sweep status DIR` takes two)")
-    from .execute import prepare, run_plan
-    from .plan import plan_table
+    from dspbench.slurm.execute import prepare, run_plan
+    from dspbench.slurm.plan import plan_table
     plan, root = prepare(args.sweep, args.executor, args.results, args.retry_failed)
     print(plan_table(plan))
     if args.dry_run:
@@ -46,3 +46,9 @@ def cmd_sweep(args) -> int:
     print()
     print(status_report(root))
     return 1 if any(counts.get(s) for s in ("error", "oom", "timeout")) else 0
+
+
+COMMANDS = {
+    "sweep": ("run a sweep spec (TOML grid) here or on SLURM, resumable; `sweep status DIR` summarises one",
+              add_sweep_args, cmd_sweep),
+}

@@ -10,12 +10,12 @@ from collections import Counter
 from itertools import groupby
 from pathlib import Path
 
-from dspbench.config import RunConfig
+from dspbench.records.config import RunConfig
 
-from .job import SweepJob
-from .plan import Plan, Shape, make_plan
-from .results import add_submitted, in_flight, process_records_file, states, write_manifest
-from .spec import ClusterProfile, load_sweep
+from dspbench.slurm.job import SweepJob
+from dspbench.slurm.plan import Plan, Shape, make_plan
+from dspbench.slurm.results import add_submitted, in_flight, process_records_file, states, write_manifest
+from dspbench.slurm.spec import ClusterProfile, load_sweep
 
 
 def prepare(sweep: str, executor: str = "local", results: str | None = None,
@@ -41,9 +41,9 @@ def run_plan(plan: Plan, root: Path) -> dict:
 
 
 def record_unsupported(plan: Plan, root: Path) -> None:
-    from dspbench.harness import build_record
-    from dspbench.launch import Outcome
-    from dspbench.record import append_record
+    from dspbench.records.build import build_record
+    from dspbench.records.build import Outcome
+    from dspbench.records.io import append_record
     path = process_records_file(root, "plan")
     for cfg, reason in plan.unsupported:
         append_record(path, build_record(cfg, Outcome("unsupported", reason)))
@@ -64,9 +64,10 @@ def run_local(todo: list[RunConfig], root: Path) -> dict:
 
 
 def _run_here(cfg: RunConfig, path: Path) -> dict:
-    from dspbench.harness import build_record, run_config
-    from dspbench.launch import Outcome
-    from dspbench.record import append_record
+    from dspbench.records.build import build_record
+    from dspbench.run.harness import run_config
+    from dspbench.records.build import Outcome
+    from dspbench.records.io import append_record
     try:
         return run_config(cfg, path)
     except Exception as e:  # noqa: BLE001 - one broken configuration must not end the sweep

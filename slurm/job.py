@@ -29,10 +29,10 @@ from pathlib import Path
 
 import submitit
 
-from dspbench.config import RunConfig
-from dspbench.record import append_record, read_records
+from dspbench.records.config import RunConfig
+from dspbench.records.io import append_record, read_records
 
-from .plan import DRAIN_MARGIN_S, GRACE_S
+from dspbench.slurm.plan import DRAIN_MARGIN_S, GRACE_S
 
 RELEASE_S = 5.0         # other ranks may linger this long once rank 0 is done with a configuration
 POLL_S = 0.2
@@ -252,8 +252,8 @@ def recorded(path: Path) -> dict[str, str]:
 
 def fallback(task: Task, cfg: RunConfig, code: int | None, killed: bool) -> str:
     """The record rank 0 did not write: why, with the end of its output."""
-    from dspbench.harness import build_record    # imports torch: only on this path
-    from dspbench.launch import Outcome
+    from dspbench.records.build import build_record    # imports torch: only on this path
+    from dspbench.records.build import Outcome
     if killed:
         status, why = "timeout", (f"no record {cfg.timeout_s + GRACE_S:g} s after start ({cfg.timeout_s:g} s timeout "
                                   f"+ {GRACE_S:g} s grace): the sweep job killed the ranks")

@@ -12,9 +12,9 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from dspbench.config import RunConfig
+from dspbench.records.config import RunConfig
 
-from .spec import ClusterProfile, SpecError, SweepSpec
+from dspbench.slurm.spec import ClusterProfile, SpecError, SweepSpec
 
 EXECUTORS = ("local", "slurm", "debug")
 GRACE_S = 30.0          # a job kills a configuration's ranks this long after the configuration's own timeout
@@ -90,17 +90,17 @@ def _config(spec: SweepSpec, grid: int, values: dict) -> RunConfig:
 
 
 def _resolve_auto(cfg: RunConfig, hardware: str) -> RunConfig:
-    """sp = "auto" -> the smallest SP degree that fits (bench/autosp.py). Deterministic, so the
+    """sp = "auto" -> the smallest SP degree that fits (bench/cost/autosp.py). Deterministic, so the
     resolved point keeps its run_id across resumes. A point that fits no degree keeps "auto" and
     becomes an unsupported record with the cost model's reason (auto_reason)."""
     if cfg.sp != "auto":
         return cfg
-    from dspbench.autosp import resolved
+    from dspbench.cost.autosp import resolved
     return resolved(cfg, hardware)[0]      # the profile exists: load_sweep checked [sweep] hardware
 
 
 def auto_reason(cfg: RunConfig, hardware: str) -> str | None:
-    from dspbench.autosp import resolved
+    from dspbench.cost.autosp import resolved
     return resolved(cfg, hardware)[1] if cfg.sp == "auto" else None
 
 
@@ -113,7 +113,7 @@ def launcher_for(executor: str) -> str:
 def make_plan(spec: SweepSpec, executor: str, states: dict[str, str], in_flight: set[str],
               retry_failed: bool = False) -> Plan:
     """states: run_id -> best recorded status; in_flight: run_ids of jobs still queued or running."""
-    from dspbench.harness import unsupported_reason   # imports torch: keep `status` fast
+    from dspbench.records.build import unsupported_reason   # imports torch: keep `status` fast
     points = expand(spec, launcher_for(executor))
     plan = Plan(spec, executor, points, [], [])
     for cfg in points:

@@ -18,7 +18,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
-from dspbench.record import read_dir, read_records
+from dspbench.records.io import read_dir, read_records
 
 OK_STATES = ("ok", "unsupported")   # never rerun
 STATUS_ORDER = ("ok", "unsupported", "error", "oom", "timeout")
@@ -80,7 +80,7 @@ def read_json(path: Path, default):
 
 def write_manifest(root: Path, spec_dict: dict, executor: str, counts: dict, run_ids: list[str]) -> None:
     """The resolved spec, the source tree and when; every submission is kept (resumes append one)."""
-    from dspbench.environ import git_state
+    from dspbench.records.environ import git_state
     path = Path(root) / "manifest.json"
     old = read_json(path, {})
     submission = {"submitted_at": now(), "executor": executor, **git_state(), **counts}

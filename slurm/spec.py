@@ -2,7 +2,7 @@
 
 A sweep (`slurm/sweeps/<name>.toml`) has four tables:
 - `[sweep]`: name, description, cluster (a profile name or path), repeats, configs_per_job, and
-  hardware (a cost-model profile, bench/profiles/, or a calibrated TOML) which resolves `sp = "auto"`
+  hardware (a cost-model profile, bench/cost/profiles/, or a calibrated TOML) which resolves `sp = "auto"`
   to the smallest SP degree that fits, as `dspbench run --sp auto --hardware` does;
 - `[fixed]`: RunConfig fields shared by every point;
 - `[[grid]]` (one or more; the points are their union): RunConfig fields mapped to lists of values
@@ -24,7 +24,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-from dspbench.config import RunConfig
+from dspbench.records.config import RunConfig
 
 HERE = Path(__file__).resolve().parent
 SWEEPS, CLUSTERS = HERE / "sweeps", HERE / "clusters"
@@ -230,7 +230,7 @@ def _axes(where: str, table, fixed: dict) -> dict:
 
 
 def _check_hardware(where: str, name: str) -> None:
-    from dspbench.hardware import load_profile as load_hardware
+    from dspbench.cost.hardware import load_profile as load_hardware
     try:
         load_hardware(name)
     except (FileNotFoundError, ValueError, KeyError) as e:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dspbench.methods import build_dims, get_method
 from dspbench.models import Shape, get_config
-from dspbench.oracle import oracle_errors
+from dspbench.run.oracle import oracle_errors
 
 _DIMS: dict = {}
 

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from dspbench.methods.attn_kernels import _reference_backward, _reference_forward, block_backward, block_forward
 from dspbench.methods.ring import _merge
 
-# The CUDA cases are GPU-marked (bench/gpu_check.sh selects `-m gpu`) and skip with a reason elsewhere.
+# The CUDA cases are GPU-marked (bench/gpu/check.sh selects `-m gpu`) and skip with a reason elsewhere.
 DEVICES = ["cpu", pytest.param("cuda", marks=[
     pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")])]
 

@@ -52,7 +52,7 @@ def test_dsp_switch_target_and_rejection():
 
 
 def test_oracle_slice_of_a_large_problem_stays_shardable():
-    from dspbench.oracle import check_shape
+    from dspbench.run.oracle import check_shape
     cfg, shape = check_shape(get_config("axial3d-xl"), Shape(1, 64, 4096), 8)
     assert shape == Shape(1, 16, 64) and cfg.seq_extents(shape) == {"T": 16, "H": 8, "W": 8}
     for shard in ("T", "H", "W"):

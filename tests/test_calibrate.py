@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from dspbench.calib_profile import fit, table
-from dspbench.calibrate import parse_size
-from dspbench.cost_comm import steps
-from dspbench.hardware import dumps, from_dict, load_profile
+from dspbench.calibrate.profile import fit, table
+from dspbench.calibrate.command import parse_size
+from dspbench.cost.comm import steps
+from dspbench.cost.hardware import dumps, from_dict, load_profile
 
 OPS = ("all_to_all", "all_gather", "reduce_scatter", "all_reduce", "send_recv")
 
@@ -59,8 +59,8 @@ def test_calibrate_world2_loopback(tmp_path, capsys):
 def test_one_rank_calibrates_compute_of_one_block_onto_a_base_profile(tmp_path, capsys):
     """The GPU check's path (one device): no collectives, a depth-1 model, the links from a datasheet."""
     from dspbench.cli import main
-    from dspbench.predict import predicted_record
-    from dspbench.config import RunConfig
+    from dspbench.cost.predict import predicted_record
+    from dspbench.records.config import RunConfig
     out = tmp_path / "one.toml"
     args = ["calibrate", "--gpus", "1", "--compute-iters", "1", "--frames", "4", "--spatial", "16", "--threads", "1",
             "--model", "stdit-small", "--depth", "1", "--output", str(out)]

@@ -6,15 +6,15 @@ from dataclasses import replace
 
 import pytest
 
-from dspbench.autosp import resolve_sp, resolved
-from dspbench.config import RunConfig
-from dspbench.cost_comm import group_link, op_time
-from dspbench.cost_model import predict
-from dspbench.hardware import Link, available_profiles, load_profile
+from dspbench.cost.autosp import resolve_sp, resolved
+from dspbench.records.config import RunConfig
+from dspbench.cost.comm import group_link, op_time
+from dspbench.cost.model import predict
+from dspbench.cost.hardware import Link, available_profiles, load_profile
 from dspbench.methods import Dims, get_method
 from dspbench.methods.ledger import untag
 from dspbench.models import Shape, get_config
-from dspbench.predict import predicted_record
+from dspbench.cost.predict import predicted_record
 
 XL = dict(model="stdit-xl", dtype="bf16", grad_ckpt=True, backend="nccl", launcher="slurm")
 OPS = ("all_to_all", "all_gather", "reduce_scatter", "all_reduce", "send_recv")
@@ -98,7 +98,7 @@ def test_sp_auto_known_cases():
 
 
 def test_run_with_sp_auto_and_no_hardware_is_unsupported():
-    from dspbench.harness import run_config
+    from dspbench.run.harness import run_config
     rec = run_config(RunConfig(method="dsp", gpus=2, sp="auto"))
     assert rec["status"] == "unsupported" and "--hardware" in rec["error"]
 
@@ -106,7 +106,7 @@ def test_run_with_sp_auto_and_no_hardware_is_unsupported():
 def test_run_with_sp_auto_runs_at_the_smallest_degree_that_fits(tmp_path):
     """A profile whose memory lies between the predicted peaks at sp=1 and sp=2: the run gets sp=2."""
     from dspbench.cli import main
-    from dspbench.hardware import dumps
+    from dspbench.cost.hardware import dumps
     cfg = RunConfig(method="dsp", model="stdit-tiny", frames=8, spatial=64, gpus=2, sp=1, warmup=0, iters=1)
     peak = {sp: predict(replace(cfg, sp=sp), load_profile("h100-ib")).mem["peak"] for sp in (1, 2)}
     assert peak[2] < peak[1]
@@ -124,7 +124,7 @@ def test_run_with_sp_auto_runs_at_the_smallest_degree_that_fits(tmp_path):
 
 def test_predict_json_has_every_run_record_field(capsys, tmp_path):
     from dspbench.cli import main
-    from dspbench.harness import run_config
+    from dspbench.run.harness import run_config
     run = run_config(RunConfig(method="single", model="stdit-tiny", frames=2, spatial=16, warmup=0, iters=1))
     assert run["status"] == "ok"
     rc = main(["predict", "--method", "dsp", "--gpus", "2", "--sp", "2", "--hardware", "h100-ib", "--json",
@@ -149,8 +149,8 @@ def test_predicted_oom_and_unsupported_records():
 
 
 def test_calibration_table_wins_for_its_group_size_and_interpolates():
-    from dspbench.cost_comm import op_time
-    from dspbench.hardware import Link
+    from dspbench.cost.comm import op_time
+    from dspbench.cost.hardware import Link
     link = Link(alpha_s=1e-3, bw_GBps=1.0, ranks=4,
                 time_s_op={"all_to_all": [[1000, 0.010], [3000, 0.030], [2000, 0.015]]})
     assert op_time(link, "all_to_all", 2000, 4) == pytest.approx(0.015)           # measured point

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from dspbench.cli import main
-from dspbench.hardware import load_profile
-from dspbench.netns import burst_bytes, netns_unavailable
+from dspbench.cost.hardware import load_profile
+from dspbench.calibrate.netns import burst_bytes, netns_unavailable
 
 
 def test_emulate_without_namespaces_exits_cleanly(capsys):
@@ -37,7 +37,7 @@ def _row(method, predicted, measured, setting="comm"):
 
 
 def test_ratios_pair_rounds_and_the_verdict_counts_the_goal():
-    from dspbench.emulate import summarise, table, verdict
+    from dspbench.calibrate.emulate import summarise, table, verdict
     # Round 2 is slow for everyone (a loaded machine): per-round ratios stay 2.0 for ulysses.
     rows = summarise([_row("dsp", [1.0, 1.0, 1.0], [1.0, 3.0, 1.0]),
                       _row("ulysses", [2.0, 2.0, 2.0], [2.0, 6.0, None]),

@@ -6,8 +6,8 @@ numerics and the harness's CUDA path at world size 1. Skipped without CUDA.
 import pytest
 import torch
 
-from dspbench.config import RunConfig
-from dspbench.harness import run_config
+from dspbench.records.config import RunConfig
+from dspbench.run.harness import run_config
 from dspbench.models import Shape, build_model, get_config, make_inputs
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]

@@ -1,10 +1,10 @@
 """Sweeps that run on this machine: the local executor (resume, --retry-failed, status) and the debug
 executor, which runs the SLURM job code in-process (one subprocess per rank, fallback records)."""
 import json
-import textwrap
+from helpers import write_spec
 
 from dspbench.cli import main
-from dspbench.record import read_dir
+from dspbench.records.io import read_dir
 from dspbench.slurm import job as sweep_job
 
 HEAD = """
@@ -40,8 +40,7 @@ sp = [3]
 
 
 def sweep(tmp_path, text: str, *args: str) -> int:
-    path = tmp_path / "sweep.toml"
-    path.write_text(textwrap.dedent(text))
+    path = write_spec(tmp_path, text, "sweep.toml")
     return main(["sweep", str(path), "--results", str(tmp_path / "results"), *args])
 
 

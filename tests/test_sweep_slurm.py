@@ -7,13 +7,13 @@ fixture of test_slurm_cluster.py). The golden sbatch script is in test_sweep_gol
 from __future__ import annotations
 
 import subprocess
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from helpers import write_spec
 
-from dspbench.record import read_dir
+from dspbench.records.io import read_dir
 from dspbench.slurm.execute import prepare, run_plan
 from dspbench.slurm.results import status_report
 from test_slurm_cluster import _run_history, _sacct_state, _wait_sacct_terminal, partition  # noqa: F401
@@ -40,9 +40,8 @@ partition = "{partition}"
 def submit_sweep(folder: Path, partition: str, name: str, grid: str, per_job: int = 8, timeout: int = 120,
                  cluster: str = "") -> tuple[Path, list[str]]:
     """Write a tiny sweep spec, submit it with the slurm executor: (results dir, job ids)."""
-    path = folder / f"{name}.toml"
     head = HEAD.format(name=name, per_job=per_job, timeout=timeout, partition=partition)
-    path.write_text(textwrap.dedent(head + cluster + grid))
+    path = write_spec(folder, head + cluster + grid, f"{name}.toml")
     plan, root = prepare(str(path), "slurm", str(folder / name))
     return root, list(run_plan(plan, root))
 

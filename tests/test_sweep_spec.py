@@ -3,13 +3,13 @@ and its dry-run table, resume decisions, the requeue bookkeeping of a job. Milli
 import pickle
 from dataclasses import replace
 import re
-import textwrap
 
 import pytest
+from helpers import write_spec
 
 from dspbench.cli import main
-from dspbench.commands import add_run_args, config_from_args
-from dspbench.config import RunConfig
+from dspbench.records.args import add_run_args, config_from_args
+from dspbench.records.config import RunConfig
 from dspbench.slurm.job import SweepJob, Task, rank_command
 from dspbench.slurm.plan import expand, make_plan
 from dspbench.slurm.spec import SpecError, load_sweep
@@ -28,12 +28,6 @@ timeout_s = 60
 """
 
 
-def spec_file(tmp_path, text: str, name: str = "s.toml"):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return path
-
-
 # ---------------------------------------------------------------- strict validation
 @pytest.mark.parametrize("extra, where, key", [
     ("[[grid]]\nframez = [4]\n", "[[grid]] #1", "'framez'"),
@@ -43,7 +37,7 @@ def spec_file(tmp_path, text: str, name: str = "s.toml"):
     ("[[grid]]\nlauncher = ['env']\n", "[[grid]] #1", "'launcher'"),     # the executor decides
 ])
 def test_unknown_keys_are_errors_naming_file_and_key(tmp_path, extra, where, key):
-    path = spec_file(tmp_path, TINY + extra)
+    path = write_spec(tmp_path, TINY + extra)
     with pytest.raises(SpecError, match="unknown") as e:
         load_sweep(str(path))
     assert str(path) in str(e.value) and where in str(e.value) and key in str(e.value)
@@ -58,24 +52,24 @@ def test_unknown_keys_are_errors_naming_file_and_key(tmp_path, extra, where, key
     ("[cluster]\nsetup = 'module load x'\n", "setup must be list[str]"),
 ])
 def test_wrong_types_are_errors_naming_file_and_key(tmp_path, extra, key):
-    path = spec_file(tmp_path, TINY + extra)
+    path = write_spec(tmp_path, TINY + extra)
     with pytest.raises(SpecError, match=re.escape(key)) as e:
         load_sweep(str(path))
     assert str(path) in str(e.value)
 
 
 def test_wrong_type_in_fixed_and_sweep_tables(tmp_path):
-    path = spec_file(tmp_path, TINY.replace("frames = 4", "frames = '4'"))
+    path = write_spec(tmp_path, TINY.replace("frames = 4", "frames = '4'"))
     with pytest.raises(SpecError, match=r"\[fixed\]: frames must be int, got str '4'"):
         load_sweep(str(path))
-    path = spec_file(tmp_path, TINY.replace('cluster = "local"', 'cluster = "local"\nrepeats = "3"'))
+    path = write_spec(tmp_path, TINY.replace('cluster = "local"', 'cluster = "local"\nrepeats = "3"'))
     with pytest.raises(SpecError, match=r"\[sweep\]: repeats must be int"):
         load_sweep(str(path))
 
 
 def test_cluster_profile_file_is_strict_too(tmp_path):
-    prof = spec_file(tmp_path, "partition = 'gpu'\ngpus_per_nod = 8\n", "mycluster.toml")
-    path = spec_file(tmp_path, TINY.replace('cluster = "local"', 'cluster = "mycluster.toml"'))
+    prof = write_spec(tmp_path, "partition = 'gpu'\ngpus_per_nod = 8\n", "mycluster.toml")
+    path = write_spec(tmp_path, TINY.replace('cluster = "local"', 'cluster = "mycluster.toml"'))
     with pytest.raises(SpecError, match="unknown key 'gpus_per_nod'") as e:
         load_sweep(str(path))
     assert str(prof) in str(e.value)
@@ -89,14 +83,14 @@ def test_cluster_profile_file_is_strict_too(tmp_path):
     ("sp = ['auto']", 'needs [sweep] hardware'),
 ])
 def test_inconsistent_grids_are_errors(tmp_path, grid, message):
-    path = spec_file(tmp_path, TINY + "[[grid]]\n" + grid + "\n")
+    path = write_spec(tmp_path, TINY + "[[grid]]\n" + grid + "\n")
     with pytest.raises(SpecError) as e:
         expand(load_sweep(str(path)))
     assert message in str(e.value) and str(path) in str(e.value)
 
 
 def test_invalid_toml_names_the_file(tmp_path):
-    path = spec_file(tmp_path, TINY + "[[grid]\n")
+    path = write_spec(tmp_path, TINY + "[[grid]\n")
     with pytest.raises(SpecError, match="invalid TOML") as e:
         load_sweep(str(path))
     assert str(path) in str(e.value)
@@ -121,7 +115,7 @@ def test_shipped_sweeps_expand(name, points):
 
 
 def test_every_point_has_the_run_id_of_its_config_and_repeats_differ(tmp_path):
-    path = spec_file(tmp_path, TINY.replace('cluster = "local"', 'cluster = "local"\nrepeats = 2')
+    path = write_spec(tmp_path, TINY.replace('cluster = "local"', 'cluster = "local"\nrepeats = 2')
                      + "[[grid]]\nmethod = ['dsp', 'ring']\nzip = { gpus = [2, 4], sp = [2, 4] }\n")
     cfgs = expand(load_sweep(str(path)))
     assert len(cfgs) == 2 * 2 * 2
@@ -146,7 +140,7 @@ def test_paper_sweeps_hold_the_paper_settings():
 
 # ---------------------------------------------------------------- plan
 def test_points_a_method_cannot_run_become_unsupported_not_jobs(tmp_path):
-    path = spec_file(tmp_path, TINY + "[[grid]]\nmethod = ['ulysses', 'ring']\nzip = { gpus = [3], sp = [3] }\n")
+    path = write_spec(tmp_path, TINY + "[[grid]]\nmethod = ['ulysses', 'ring']\nzip = { gpus = [3], sp = [3] }\n")
     plan = make_plan(load_sweep(str(path)), "slurm", {}, set())
     assert [c.method for c in plan.todo] == []          # T=4 and S=16 do not divide by 3
     assert [c.method for c, _ in plan.unsupported] == ["ulysses", "ring"] and plan.jobs == []
@@ -161,7 +155,7 @@ def test_nccl_points_are_unsupported_locally_without_gpus():
 
 
 def test_resume_skips_ok_unsupported_failed_and_queued_and_retry_reruns_failures(tmp_path):
-    path = spec_file(tmp_path, TINY + "[[grid]]\nmethod = ['dsp']\nseed = [0, 1, 2, 3, 4]\n")
+    path = write_spec(tmp_path, TINY + "[[grid]]\nmethod = ['dsp']\nseed = [0, 1, 2, 3, 4]\n")
     spec = load_sweep(str(path))
     ids = [c.run_id() for c in expand(spec)]
     states = {ids[0]: "ok", ids[1]: "unsupported", ids[2]: "timeout"}
@@ -174,7 +168,7 @@ def test_resume_skips_ok_unsupported_failed_and_queued_and_retry_reruns_failures
 
 def test_jobs_pack_configs_of_one_shape_and_multi_node_shapes(tmp_path):
     tiny = TINY.replace("frames = 4", "frames = 32").replace("spatial = 16", "spatial = 32")
-    path = spec_file(tmp_path, tiny.replace('cluster = "local"', 'cluster = "gpu8"\nconfigs_per_job = 2')
+    path = write_spec(tmp_path, tiny.replace('cluster = "local"', 'cluster = "gpu8"\nconfigs_per_job = 2')
                      + "[[grid]]\nmethod = ['dsp']\nseed = [0, 1, 2]\nzip = { gpus = [4, 32], sp = [4, 32] }\n"
                      + "[cluster]\nsignal_delay_s = 60\n")
     plan = make_plan(load_sweep(str(path)), "slurm", {}, set())
@@ -186,10 +180,10 @@ def test_slurm_plans_reject_what_a_job_cannot_hold(tmp_path):
     base = TINY.replace('cluster = "local"', 'cluster = "gpu8"').replace("frames = 4", "frames = 12")
     base += "[[grid]]\nmethod = ['ring']\n"
     with pytest.raises(SpecError, match="gpus=12 does not fill whole nodes of gpus_per_node=8"):
-        make_plan(load_sweep(str(spec_file(tmp_path, base + "gpus = [12]\nsp = [12]\n"))), "slurm", {}, set())
+        make_plan(load_sweep(str(write_spec(tmp_path, base + "gpus = [12]\nsp = [12]\n"))), "slurm", {}, set())
     long = base.replace("timeout_s = 60", "timeout_s = 7200") + "gpus = [2]\nsp = [2]\n"
     with pytest.raises(SpecError, match="timeout_s=7200 .* does not fit in a job"):
-        make_plan(load_sweep(str(spec_file(tmp_path, long))), "slurm", {}, set())
+        make_plan(load_sweep(str(write_spec(tmp_path, long))), "slurm", {}, set())
 
 
 def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys):
@@ -204,7 +198,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys):
 
 
 def test_cli_errors_are_reported_with_exit_code_2(tmp_path, capsys):
-    path = spec_file(tmp_path, TINY + "[[grid]]\nbogus = [1]\n")
+    path = write_spec(tmp_path, TINY + "[[grid]]\nbogus = [1]\n")
     assert main(["sweep", str(path), "--dry-run"]) == 2
     assert f"dspbench sweep: error: {path}: [[grid]] #1: unknown key 'bogus'" in capsys.readouterr().err
 
@@ -221,9 +215,9 @@ def test_rank_command_maps_every_field_onto_dspbench_run():
 
 
 def test_checkpoint_requeues_itself_with_the_configs_not_yet_recorded(tmp_path):
-    from dspbench.harness import build_record
-    from dspbench.launch import Outcome
-    from dspbench.record import append_record
+    from dspbench.records.build import build_record
+    from dspbench.records.build import Outcome
+    from dspbench.records.io import append_record
     cfgs = [RunConfig(method="single", seed=s, launcher="env") for s in range(3)]
     job = SweepJob(str(tmp_path), [c.to_dict() for c in cfgs], signal_delay_s=60)
     job._task = Task("7", 0, "127.0.0.1", tmp_path / "records" / "7.jsonl", tmp_path / "logs", False)
@@ -254,9 +248,9 @@ zip = { gpus = [8, 8], frames = [16, 1024] }
 
 
 def test_sp_auto_resolves_per_point_with_the_sweeps_hardware(tmp_path):
-    from dspbench.autosp import resolve_sp
+    from dspbench.cost.autosp import resolve_sp
     from dspbench.slurm.plan import make_plan
-    spec = load_sweep(str(spec_file(tmp_path, AUTO)))
+    spec = load_sweep(str(write_spec(tmp_path, AUTO)))
     cfgs = expand(spec)
     assert len(cfgs) == 4 and all(isinstance(c.sp, (int, str)) for c in cfgs)
     for c in cfgs:
@@ -272,6 +266,6 @@ def test_sp_auto_resolves_per_point_with_the_sweeps_hardware(tmp_path):
 
 def test_sp_auto_without_hardware_or_with_an_unknown_one_is_a_spec_error(tmp_path):
     with pytest.raises(SpecError, match='needs \\[sweep\\] hardware'):
-        expand(load_sweep(str(spec_file(tmp_path, AUTO.replace('hardware = "h100-ib"\n', "")))))
+        expand(load_sweep(str(write_spec(tmp_path, AUTO.replace('hardware = "h100-ib"\n', "")))))
     with pytest.raises(SpecError, match="hardware.*no hardware profile 'nope'"):
-        load_sweep(str(spec_file(tmp_path, AUTO.replace('"h100-ib"', '"nope"'), "b.toml")))
+        load_sweep(str(write_spec(tmp_path, AUTO.replace('"h100-ib"', '"nope"'), "b.toml")))

@@ -1,11 +1,11 @@
-"""The switch micro-benchmark's machinery (bench/switch_bench.py), tiny and fast: no timing asserts."""
+"""The switch micro-benchmark's machinery (bench/micro/switch.py), tiny and fast: no timing asserts."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from dspbench import switch_bench as sb
+from dspbench.micro import switch as sb
 
 pytestmark = pytest.mark.gloo
 

@@ -2,7 +2,7 @@
 
     /tmp/venv/bin/python tests/data/make_sample_results.py
 
-Timings come from reports/synth.py's toy cost model (not measurements). The sweep deliberately
+Timings come from bench/micro/synth_records.py's toy cost model (not measurements). The sweep deliberately
 holds what a real one meets: two job files and a re-run file in a subfolder, a failed run re-run
 later (same run_id: the ok record must win), a repeated ok record (the newer must win), an
 out-of-memory run, and a truncated last line (a killed writer). Golden tables in
@@ -16,8 +16,8 @@ import shutil
 from datetime import timedelta
 from pathlib import Path
 
-from dspbench.config import RunConfig
-from dspbench.reports.synth import CPU_ENV, T0, failed, make_record
+from dspbench.records.config import RunConfig
+from dspbench.micro.synth_records import CPU_ENV, T0, failed, make_record
 
 ROOT = Path(__file__).parent / "sample_results" / "cpu-small"
 RATE = dict(flops_per_s=25e9, bytes_per_s=1.5e9, env=CPU_ENV)   # one CPU core per rank, gloo over shm

@@ -1,0 +1,77 @@
+"""The calibration stage's commands, `dspbench calibrate` and `dspbench emulate`; handlers import
+their module lazily."""
+from __future__ import annotations
+
+import argparse
+
+from dspbench.records.config import DTYPES
+
+DEFAULT_SIZES = "64K,512K,4M,16M"
+OPS = ("all_to_all", "all_gather", "reduce_scatter", "all_reduce", "send_recv")
+
+
+def add_calibrate_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("world")
+    g.add_argument("--gpus", type=int, default=2, help="ranks")
+    g.add_argument("--launcher", choices=("local", "env"), default="local",
+                   help="local: fork the ranks here (file rendezvous); env: this process is RANK of WORLD_SIZE")
+    g.add_argument("--backend", choices=("gloo", "nccl"), default="gloo")
+    g.add_argument("--gpus-per-node", type=int, default=0,
+                   help="ranks per node in the written profile (0: all ranks on one node, or 1 under env)")
+    g.add_argument("--timeout", type=float, default=600.0, dest="timeout_s")
+    g.add_argument("--threads", type=int, default=0, help="torch threads per rank (0: cores / ranks)")
+    c = p.add_argument_group("collectives (nccl-tests sizes: bytes per rank, K/M/G suffixes)")
+    c.add_argument("--sizes", default=DEFAULT_SIZES, help="comma-separated sizes")
+    c.add_argument("--ops", default=",".join(OPS), help="comma-separated subset of " + ", ".join(OPS))
+    c.add_argument("--iters", type=int, default=5, help="timed iterations per size")
+    c.add_argument("--warmup", type=int, default=1)
+    m = p.add_argument_group("compute (one block forward+backward at this rank's shard of the shape)")
+    m.add_argument("--model", default="stdit-tiny")
+    m.add_argument("--frames", type=int, default=16)
+    m.add_argument("--spatial", type=int, default=64)
+    m.add_argument("--batch", type=int, default=1)
+    m.add_argument("--sp", type=int, default=0, help="shard T by this degree for the compute shape (0: --gpus)")
+    m.add_argument("--dtype", choices=DTYPES, default="fp32")
+    m.add_argument("--compute-iters", type=int, default=3)
+    m.add_argument("--depth", type=int, default=0,
+                   help="blocks in the benchmarked model (0: the model's; 1: one block, e.g. STDiT-XL at paper "
+                        "shapes on one GPU); FLOP/s is per analytic FLOP of that depth")
+    o = p.add_argument_group("output")
+    o.add_argument("--name", default="calibrated", help="profile name")
+    o.add_argument("--base", default=None,
+                   help="datasheet profile the measured values replace (needed with one rank: no collectives)")
+    o.add_argument("--output", default=None, help="profile TOML path (default results/profiles/<name>.toml)")
+    o.add_argument("--json", action="store_true", help="print the measurements as JSON")
+
+
+def cmd_calibrate(args) -> int:
+    from dspbench.calibrate.command import cmd_calibrate as run
+    return run(args)
+
+
+def add_emulate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ranks", type=int, default=4, help="ranks, one network namespace each")
+    p.add_argument("--rate", default=None,
+                   help="tc tbf rate of every link, both directions (default: per setting, comm 50mbit, compute 1gbit)")
+    p.add_argument("--subnet", default="10.77.0", help="first three octets of the /24 inside the namespaces")
+    p.add_argument("--repeats", type=int, default=5,
+                   help="rounds per setting: compute re-measured, then every method once (rotated order)")
+    p.add_argument("--settings", default="comm,compute", help="comma-separated: comm (comm-bound), compute, smoke (seconds, for tests)")
+    p.add_argument("--methods", default="dsp,ulysses,ring,megatron_sp", help="comma-separated methods")
+    p.add_argument("--out", default="results/emulated", help="records, profile and table go here")
+    p.add_argument("--check-only", action="store_true", help="only test that namespaces can be made, then exit")
+    p.add_argument("--no-netns", action="store_true",
+                   help="behave as if namespaces could not be made (tests the clean exit)")
+
+
+def cmd_emulate(args) -> int:
+    from dspbench.calibrate.emulate import cmd_emulate as run
+    return run(args)
+
+
+COMMANDS = {
+    "calibrate": ("collective and compute micro-benchmarks; writes a hardware profile (TOML)",
+                  add_calibrate_args, cmd_calibrate),
+    "emulate": ("emulated cluster (netns + veth + tc): calibrate, predict and measure every method",
+                add_emulate_args, cmd_emulate),
+}

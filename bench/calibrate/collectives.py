@@ -1,0 +1,159 @@
+"""Rank-side calibration: collective micro-benchmarks (nccl-tests style) and a compute benchmark.
+
+Every rank runs `calibrate_rank` inside an initialised world; rank 0 returns the measurements.
+Per size: warm-up, then `iters` timed calls, each after a barrier, each the slowest rank's time
+(an all-reduce of max), median over iterations. Sizes are nccl-tests sizes (methods/ledger.py):
+the all-to-all / all-reduce input, the all-gather output, the reduce-scatter input, the bytes a
+p2p hop sends. algbw = size / t, busbw = wire bytes / t = algbw * BUS_FACTOR(n).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from dspbench.methods import comm, comm_raw
+from dspbench.methods.ledger import BUS_FACTOR, wire_bytes
+
+
+def _sync() -> None:
+    """CUDA work is asynchronous: a host timer must wait for it (a no-op on CPU)."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def _timed(fn, iters: int, warmup: int) -> float:
+    """Median over iterations of the slowest rank's time of fn()."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        comm.barrier()
+        _sync()
+        t0 = time.perf_counter()
+        fn()
+        _sync()
+        dt = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
+        times.append(float(comm.all_reduce_max_(dt, None)[0]))
+    return statistics.median(times)
+
+
+def _collective(op: str, size: int, n: int, device):
+    """A zero-argument callable running one `op` of nccl-tests size `size` bytes (fp32 elements)."""
+    el = max(n, size // 4 // n * n)       # divisible by n, so every rank's chunk is equal
+    buf = lambda k: torch.ones(k, dtype=torch.float32, device=device)
+    if op == "all_to_all":
+        send, recv = buf(el), buf(el)
+        return el, lambda: comm_raw.raw_all_to_all_single_(recv, send, None)
+    if op == "all_gather":
+        out, send = buf(el), buf(el // n)
+        return el, lambda: comm_raw.raw_all_gather_(out, send, None)
+    if op == "reduce_scatter":
+        send, out = buf(el), buf(el // n)
+        return el, lambda: comm_raw.raw_reduce_scatter_(out, send, None)
+    if op == "all_reduce":
+        b = buf(el)
+        return el, lambda: comm_raw.raw_all_reduce_(b, None)
+    if op == "send_recv":
+        ring, t = comm.RingExchange(None), buf(el)
+        return el, lambda: ring.start([t], "calibrate").wait()
+    raise ValueError(f"unknown op {op!r}")
+
+
+def bench_collectives(ops, sizes, iters: int, warmup: int, device) -> list[dict]:
+    n = comm.world_size()
+    rows = []
+    for op in ops:
+        for size in sizes:
+            el, fn = _collective(op, size, n, device)
+            payload = el * 4
+            t = _timed(fn, iters, warmup)
+            wire = wire_bytes(op, payload, n)
+            rows.append({"op": op, "size": payload, "count": el, "ranks": n, "time_s": t,
+                         "algbw_GBps": payload / t / 1e9, "busbw_GBps": payload * BUS_FACTOR[op](n) / t / 1e9,
+                         "wire_bytes": wire})
+    return rows
+
+
+def bench_overlap(size: int, iters: int, device) -> dict:
+    """How much of a p2p ring hop hides under computation started after it (as ring attention does).
+
+    Times the hop alone, a matmul chain of about the same duration alone, and the hop started
+    before the chain and waited for after it. fraction = (comm + compute - both) / min(comm,
+    compute), clamped to [0, 1]: 1 = the shorter one is fully hidden, 0 = they serialise."""
+    n = comm.world_size()
+    el = max(n, size // 4)
+    ring, t = comm.RingExchange(None), torch.ones(el, dtype=torch.float32, device=device)
+    a = torch.randn(256, 256, device=device)
+    hop = lambda: ring.start([t], "calibrate").wait()
+    comm_s = _timed(hop, iters, 1)
+    k = [1]
+
+    def chain():
+        for _ in range(k[0]):
+            a @ a
+
+    for _ in range(2):                                   # size the chain to the hop, twice (timer warm-up)
+        est = torch.tensor([max(1, round(k[0] * comm_s / max(_timed(chain, 3, 1), 1e-9)))])
+        k[0] = int(comm.all_reduce_max_(est, None)[0])   # the same chain length on every rank
+
+    def both():
+        pending = ring.start([t], "calibrate")
+        chain()
+        pending.wait()
+
+    comp_s = _timed(chain, iters, 1)
+    both_s = _timed(both, iters, 1)
+    frac = (comm_s + comp_s - both_s) / min(comm_s, comp_s)
+    return {"size": el * 4, "comm_s": comm_s, "compute_s": comp_s, "both_s": both_s,
+            "fraction": min(1.0, max(0.0, frac))}
+
+
+def bench_compute(model_name: str, batch: int, frames: int, spatial: int, dtype: str, iters: int, device,
+                  depth: int = 0) -> dict:
+    """Forward+backward of the model on this rank's shard (B, T/sp, S), all ranks at once, and an
+    AdamW step: achievable FLOP/s (analytic FLOPs / time) and optimizer bytes/s."""
+    from dspbench.cost.model import OPT_BYTES
+    from dspbench.models import Shape, build_model, get_config, make_inputs
+    from dspbench.models.params import flops_per_sample, param_count
+    from dspbench.run.oracle import mse
+    from dspbench.run.steps import TORCH_DTYPES, make_optimizer
+    cfg = get_config(model_name)
+    cfg = cfg.with_(depth=depth) if depth else cfg
+    shape = Shape(batch, frames, spatial)
+    torch.manual_seed(0)
+    model = build_model(cfg).to(device=device, dtype=TORCH_DTYPES[dtype])
+    x, t, y, target = make_inputs(cfg, shape, dtype=TORCH_DTYPES[dtype], device=device)
+    opt = make_optimizer(model, dtype)
+
+    def fwd_bwd():
+        opt.zero_grad()
+        mse(model(x, t, y), target).backward()
+
+    step_s = _timed(fwd_bwd, iters, 1)
+    opt_s = _timed(opt.step, iters, 1)
+    flops = 3 * flops_per_sample(cfg, Shape(1, frames, spatial)) * batch
+    params = param_count(cfg)
+    return {"model": model_name, "depth": cfg.depth, "shape": [batch, frames, spatial], "dtype": dtype, "fwd_bwd_s": step_s,
+            "flops": flops, "flops_per_s": flops / step_s, "optimizer_s": opt_s, "params": params,
+            "optimizer_Bps": params * OPT_BYTES[dtype] / opt_s}
+
+
+def calibrate_rank(opts: dict) -> dict | None:
+    """Every rank: collectives (with the ring-overlap probe when p2p is among them), then compute;
+    rank 0 returns {'collectives': rows, 'overlap': ... or None, 'compute': ...}."""
+    device = torch.device("cpu") if opts["backend"] == "gloo" else torch.device("cuda", torch.cuda.current_device())
+    ops = opts["ops"] if comm.world_size() > 1 else []      # one rank: nothing to measure between ranks
+    rows = bench_collectives(ops, opts["sizes"], opts["iters"], opts["warmup"], device)
+    overlap = None
+    if "send_recv" in ops and opts["sizes"]:
+        overlap = bench_overlap(max(opts["sizes"]), opts["iters"], device)
+    sp = opts["sp"] or comm.world_size()
+    compute = bench_compute(opts["model"], opts["batch"], max(1, opts["frames"] // sp), opts["spatial"],
+                            opts["dtype"], opts["compute_iters"], device, opts.get("depth", 0))
+    facts = comm.all_gather_object({"compute": compute})
+    if comm.world_rank() != 0:
+        return None
+    slowest = min(facts, key=lambda f: f["compute"]["flops_per_s"])["compute"]
+    return {"collectives": rows, "overlap": overlap, "compute": slowest, "world": comm.world_size()}

@@ -1,0 +1,88 @@
+"""`dspbench calibrate`: measure collectives and compute, fit the alpha-beta model, write a profile.
+
+Launchers: `local` starts the ranks here (bench/run/ranks.py: forkserver, file:// rendezvous; NCCL
+ranks take one GPU each); `env` makes this process RANK of WORLD_SIZE (env://), for the emulated cluster, torchrun
+or srun. Rank 0 prints the nccl-tests-style table and writes the profile (TOML) and the raw
+measurements (JSON beside it).
+Fit per op: t = alpha * steps(op, n) + wire_bytes / busbw, least squares over the sizes.
+`--ops ""` measures compute only: rank 0 prints its JSON and writes no profile.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from dspbench.calibrate.profile import profile_dict, table
+from dspbench.cost.hardware import dumps
+
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_size(s: str) -> int:
+    s = s.strip().upper().removesuffix("B")
+    return int(float(s[:-1]) * _UNITS[s[-1]]) if s and s[-1] in _UNITS else int(s)
+
+
+def _init_and_run(opts: dict, rank: int, world: int, init_method: str):
+    import torch
+    from dspbench.calibrate.collectives import calibrate_rank
+    from dspbench.methods import comm
+    torch.set_num_threads(opts["threads"] or max(1, (os.cpu_count() or 1) // world))
+    comm.init(opts["backend"], rank, world, init_method=init_method, timeout_s=opts["timeout_s"])
+    try:
+        return calibrate_rank(opts)
+    finally:
+        comm.destroy()
+
+
+def launch_local(opts: dict) -> dict:
+    """Fork --gpus ranks here (bench/run/ranks.py: forkserver, file:// rendezvous); rank 0's result."""
+    from dspbench.calibrate.collectives import calibrate_rank
+    from dspbench.run.ranks import run_ranks
+    world = opts["gpus"]
+    threads = opts["threads"] or max(1, (os.cpu_count() or 1) // world)
+    return run_ranks(calibrate_rank, world, opts, threads=threads, timeout_s=opts["timeout_s"],
+                     backend=opts["backend"])[0]
+
+
+def _memory_gb(world: int) -> float:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9 / max(world, 1)
+
+
+def cmd_calibrate(args) -> int:
+    opts = {k: getattr(args, k) for k in ("gpus", "backend", "iters", "warmup", "model", "frames", "spatial",
+                                         "batch", "sp", "dtype", "compute_iters", "timeout_s", "threads", "depth")}
+    opts["sizes"] = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
+    opts["ops"] = [o.strip() for o in args.ops.split(",") if o.strip()]
+    if args.launcher == "local":
+        result = launch_local(opts)
+        gpn = args.gpus_per_node or args.gpus
+    else:
+        rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+        if world != args.gpus:
+            raise ValueError(f"--gpus {args.gpus} but WORLD_SIZE={world}")
+        result = _init_and_run(opts, rank, world, "env://")
+        gpn = args.gpus_per_node or 1
+        if rank != 0:
+            return 0
+    if not opts["ops"]:          # compute only (the emulated cluster re-measures it every round)
+        print(json.dumps(result["compute"], sort_keys=True))
+        return 0
+    from dspbench.records.environ import cpu_name
+    device = "cpu: " + cpu_name() if args.backend == "gloo" else "cuda"
+    prof = profile_dict(args.name, result, gpn, device, _memory_gb(args.gpus if args.launcher == "local" else 1),
+                        base=args.base)
+    out = Path(args.output or f"results/profiles/{args.name}.toml")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(dumps(prof, "Written by `dspbench calibrate`; raw measurements in the .json beside it."))
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    if args.json:
+        print(json.dumps({**result, "profile": str(out)}, sort_keys=True))
+    else:
+        print(table(result["collectives"]))
+        c = result["compute"]
+        print(f"compute: {c['model']} shard {c['shape']} {c['dtype']}: fwd+bwd {c['fwd_bwd_s'] * 1e3:.1f} ms, "
+              f"{c['flops_per_s'] / 1e9:.2f} GFLOP/s per rank; AdamW {c['optimizer_s'] * 1e3:.1f} ms")
+        print(f"profile written to {out}")
+    return 0

@@ -1,0 +1,123 @@
+"""Calibration results into a hardware profile: the alpha-beta fit, the nccl-tests-style table, and
+the profile dict (bench/cost/hardware.py's schema) that `dspbench calibrate` writes.
+
+Without a base profile every value is measured (both link levels from these ranks' collectives).
+With `--base NAME`, the profile is NAME's datasheet values with the measured parts replacing
+theirs: compute (FLOP/s for the dtype, optimizer rate), the intra-node link when collectives were
+measured (calibration ranks share a node), the ring overlap when the probe ran. A one-rank
+calibration (one GPU) measures compute only and needs a base for its links.
+"""
+from __future__ import annotations
+
+import copy
+import socket
+from datetime import datetime, timezone
+
+from dspbench.cost.comm import steps
+from dspbench.cost.hardware import load_profile
+
+
+def fit(rows: list[dict]) -> dict[str, tuple[float, float]]:
+    """{op: (alpha_s per step, busbw bytes/s)} by least squares of time on wire bytes per op."""
+    out = {}
+    for op in sorted({r["op"] for r in rows}):
+        pts = [(r["wire_bytes"], r["time_s"]) for r in rows if r["op"] == op]
+        k = steps(op, rows[0]["ranks"])
+        n = len(pts)
+        mx, my = sum(x for x, _ in pts) / n, sum(y for _, y in pts) / n
+        var = sum((x - mx) ** 2 for x, _ in pts)
+        slope = sum((x - mx) * (y - my) for x, y in pts) / var if var else my / max(mx, 1)
+        icpt = my - slope * mx
+        if icpt < 0 or slope <= 0:       # no usable latency term: fit through the origin
+            icpt, slope = 0.0, sum(y for _, y in pts) / sum(x for x, _ in pts)
+        out[op] = (icpt / k, 1.0 / slope)
+    return out
+
+
+def table(rows: list[dict]) -> str:
+    head = f"{'op':<15}{'size(B)':>12}{'count':>11}{'time(us)':>12}{'algbw(GB/s)':>13}{'busbw(GB/s)':>13}"
+    lines = [head]
+    for r in rows:
+        lines.append(f"{r['op']:<15}{r['size']:>12}{r['count']:>11}{r['time_s'] * 1e6:>12.1f}"
+                     f"{r['algbw_GBps']:>13.4f}{r['busbw_GBps']:>13.4f}")
+    return "\n".join(lines)
+
+
+def link_dict(rows: list[dict]) -> dict:
+    """[link.*] of a profile from measured collectives: per-op alpha and busbw (any group size),
+    and the measured time by size (groups of the calibrated size)."""
+    fitted = fit(rows)
+    by_size = {op: [[r["size"], r["time_s"]] for r in rows if r["op"] == op] for op in fitted}
+    return {"alpha_s": min(a for a, _ in fitted.values()), "bw_GBps": max(b for _, b in fitted.values()) / 1e9,
+            "efficiency": 1.0, "alpha_s_op": {op: a for op, (a, _) in fitted.items()},
+            "busbw_GBps": {op: b / 1e9 for op, (_, b) in fitted.items()},
+            "ranks": rows[0]["ranks"], "time_s_op": by_size}
+
+
+def _where(result: dict) -> str:
+    return (f"measured by dspbench calibrate on {socket.gethostname()}, {result['world']} ranks, "
+            f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}")
+
+
+def _compute_source(where: str, comp: dict) -> str:
+    blocks = f", {comp['depth']} blocks" if comp.get("depth") else ""
+    return (f"{where}: {comp['model']}{blocks} forward+backward at shard {comp['shape']} {comp['dtype']}, "
+            "all ranks at once (slowest rank)")
+
+
+def profile_dict(name: str, result: dict, gpus_per_node: int, device: str, memory_gb: float,
+                 base: str | None = None) -> dict:
+    if base:
+        return _on_base(name, result, base)
+    if not result["collectives"]:
+        raise ValueError("no collectives were measured (one rank, or --ops without any): pass --base PROFILE "
+                         "to take the links from a datasheet profile")
+    comp, where, link = result["compute"], _where(result), link_dict(result["collectives"])
+    return {
+        "name": name, "description": f"calibrated: {result['world']} ranks", "kind": "calibrated",
+        "device": {"name": device, "memory_gb": memory_gb, "gpus_per_node": gpus_per_node,
+                   "usable_memory_fraction": 0.9, "reserved_gb": 0.5},
+        "compute": {"flops_per_s": {comp["dtype"]: comp["flops_per_s"]}, "optimizer_Bps": comp["optimizer_Bps"]},
+        "link": {"intra": link, "inter": link},
+        "overlap": {"ring": _overlap_value(result)},
+        "sources": {"link": f"{where}: least-squares alpha-beta fit per op over sizes "
+                            f"{sorted({r['size'] for r in result['collectives']})}",
+                    "compute": _compute_source(where, comp),
+                    "device.memory_gb": "host memory / ranks (os.sysconf)",
+                    "overlap.ring": _overlap_source(where, result.get("overlap"))},
+    }
+
+
+def _on_base(name: str, result: dict, base: str) -> dict:
+    d = copy.deepcopy(load_profile(base).raw)
+    comp, where = result["compute"], _where(result)
+    d.update(name=name, kind="calibrated", description=f"{base} with measured {_measured_parts(result)}")
+    c = d.setdefault("compute", {})
+    c["flops_per_s"] = {**c.get("flops_per_s", {}), comp["dtype"]: comp["flops_per_s"]}
+    c["optimizer_Bps"] = comp["optimizer_Bps"]
+    src = d.setdefault("sources", {})
+    src[f"compute.flops_per_s.{comp['dtype']}"] = _compute_source(where, comp)
+    src["compute.optimizer_Bps"] = f"{where}: AdamW step of {comp['params']} parameters"
+    if result["collectives"]:
+        d.setdefault("link", {})["intra"] = link_dict(result["collectives"])
+        src["link.intra"] = f"{where}: least-squares alpha-beta fit per op"
+    if result.get("overlap"):
+        d.setdefault("overlap", {})["ring"] = _overlap_value(result)
+        src["overlap.ring"] = _overlap_source(where, result["overlap"])
+    return d
+
+
+def _measured_parts(result: dict) -> str:
+    parts = ["compute"] + (["intra-node collectives"] if result["collectives"] else [])
+    return " and ".join(parts + (["ring overlap"] if result.get("overlap") else []))
+
+
+def _overlap_value(result: dict):
+    return round(result["overlap"]["fraction"], 3) if result.get("overlap") else False
+
+
+def _overlap_source(where: str, o: dict | None) -> str:
+    if not o:
+        return "not measured (no send_recv in --ops): no overlap assumed"
+    return (f"{where}: a {o['size']} B ring hop alone {o['comm_s'] * 1e3:.1f} ms, a matmul chain alone "
+            f"{o['compute_s'] * 1e3:.1f} ms, the hop under the chain {o['both_s'] * 1e3:.1f} ms")

@@ -1,0 +1,56 @@
+"""`--sp auto`: the smallest SP degree that a method supports and that fits memory; the rest is DP.
+
+This is the paper's protocol (each method at its minimum SP; the author's advice in the reference
+code's issues: keep SP as small as memory allows). Used by `dspbench run/predict --sp auto`
+(bench/run/harness.py resolves it before any rank starts) and by sweep specs (slurm/).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dspbench.records.config import RunConfig
+from dspbench.cost.model import predict
+from dspbench.cost.hardware import Profile, load_profile
+from dspbench.methods import Dims, get_method
+from dspbench.models import Shape, get_config
+
+
+def candidates(gpus: int) -> list[int]:
+    return [d for d in range(1, gpus + 1) if gpus % d == 0]
+
+
+def why_not(cfg: RunConfig, sp: int, profile: Profile, zero: int = 0) -> str | None:
+    """Why `cfg` at this SP degree cannot run on the profile (constraint or OOM), or None."""
+    spec = get_method(cfg.method)
+    mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
+    reason = spec.check(mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial),
+                        Dims(sp=sp, dp=cfg.gpus // sp, shard=cfg.shard))
+    if reason:
+        return reason
+    pred = predict(replace(cfg, sp=sp), profile, zero)
+    if not pred.fits:
+        return (f"predicted OOM: {pred.mem['peak'] / 2**30:.1f} GiB per rank > "
+                f"{pred.usable_bytes / 2**30:.1f} GiB usable on {profile.name}")
+    return None
+
+
+def resolve_sp(cfg: RunConfig, hardware: str | Profile, zero: int = 0) -> int | str:
+    """The minimum SP degree (a divisor of cfg.gpus) for cfg.method that fits, or why none does."""
+    profile = hardware if isinstance(hardware, Profile) else load_profile(hardware)
+    reasons = []
+    for sp in candidates(cfg.gpus):
+        reason = why_not(cfg, sp, profile, zero)
+        if reason is None:
+            return sp
+        reasons.append(f"sp={sp}: {reason}")
+    return f"no SP degree fits {cfg.method} on {cfg.gpus} x {profile.name}: " + "; ".join(reasons)
+
+
+def resolved(cfg: RunConfig, hardware: str | Profile | None, zero: int = 0) -> tuple[RunConfig, str | None]:
+    """(cfg with a numeric sp, None) or (cfg unchanged, why sp cannot be resolved)."""
+    if cfg.sp != "auto":
+        return cfg, None
+    if not hardware:
+        return cfg, "--sp auto needs --hardware PROFILE (the memory model decides the degree)"
+    sp = resolve_sp(cfg, hardware, zero)
+    return (replace(cfg, sp=sp), None) if isinstance(sp, int) else (cfg, sp)

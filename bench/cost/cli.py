@@ -1,0 +1,24 @@
+"""The cost stage's command, `dspbench predict`; its handler imports the cost model lazily
+(so `dspbench --help` and the other commands do not pay for its imports)."""
+from __future__ import annotations
+
+import argparse
+
+from dspbench.records.args import add_run_args
+
+
+def add_predict_args(p: argparse.ArgumentParser) -> None:
+    add_run_args(p)   # its --hardware (optional for run) is required here: checked in cmd_predict
+    p.add_argument("--zero", type=int, default=0, choices=(0, 1, 2, 3), help="ZeRO stage for the memory model")
+    p.set_defaults(out="results/predicted")
+
+
+def cmd_predict(args) -> int:
+    from dspbench.cost.predict import cmd_predict as run
+    return run(args)
+
+
+COMMANDS = {
+    "predict": ("predict one configuration's step time and memory on a hardware profile (cost model)",
+                add_predict_args, cmd_predict),
+}

@@ -1,0 +1,178 @@
+"""Hardware profiles (TOML): what the cost model knows about a machine, each value with its source.
+
+A profile is a datasheet profile (bench/cost/profiles/*.toml) or one written by `dspbench calibrate`.
+Schema (all optional but `name`; see bench/cost/profiles/h100-ib.toml):
+- [device] name, memory_gb, hbm_TBps, gpus_per_node, usable_memory_fraction, reserved_gb
+- [compute] peak_flops {dtype: FLOP/s} x efficiency, or flops_per_s {dtype: FLOP/s} (measured,
+  wins); optimizer_Bps (measured bytes/s of the optimizer pass; else HBM bandwidth x 0.8)
+- [link.intra], [link.inter]: alpha_s and bw_GBps x efficiency for every op, or per op
+  alpha_s_op {op: s} and busbw_GBps {op: GB/s} (measured, win); a calibrated level may also hold
+  time_s_op {op: [[size, s], ...]} measured with `ranks` ranks, which wins for groups of that size
+- [overlap] ring: the fraction (0..1; true = 1) of ring attention's K/V hops that hides under the
+  block's attention (a calibration measures it: bench/calibrate/collectives.py bench_overlap)
+- [sources] {"dotted.key": "where the number comes from"}
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROFILE_DIR = Path(__file__).parent / "profiles"
+HBM_EFFICIENCY = 0.8   # assumption: a streaming elementwise pass reaches ~80% of HBM bandwidth
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class Link:
+    """One level of the interconnect: t(op) = alpha(op) * steps + wire bytes / busbw(op)."""
+    alpha_s: float = 10e-6
+    bw_GBps: float = 10.0
+    efficiency: float = 1.0
+    alpha_s_op: dict = field(default_factory=dict)
+    busbw_GBps: dict = field(default_factory=dict)
+    time_s_op: dict = field(default_factory=dict)    # {op: [[size, seconds], ...]} measured at `ranks`
+    ranks: int = 0
+
+    def measured_time(self, op: str, size: float, n: int) -> float | None:
+        """Seconds of one call from the calibration table (same group size only), else None.
+
+        Piecewise linear in size between measured points, the end segments' slopes outside
+        them: a collective's efficiency depends on its size (TCP, protocol switches), which one
+        alpha-beta line over all sizes cannot follow."""
+        pts = sorted(self.time_s_op.get(op, ()))
+        if n != self.ranks or len(pts) < 2:
+            return None
+        i = next((k for k in range(1, len(pts) - 1) if size <= pts[k][0]), len(pts) - 1)
+        (s0, t0), (s1, t1) = pts[i - 1], pts[i]
+        return max(t0 + (size - s0) * (t1 - t0) / (s1 - s0), 0.0) if s1 != s0 else t1
+
+    def alpha(self, op: str) -> float:
+        return self.alpha_s_op.get(op, self.alpha_s)
+
+    def busbw(self, op: str) -> float:
+        """Bytes/s on the wire per rank for `op` (nccl-tests bus bandwidth)."""
+        return self.busbw_GBps.get(op, self.bw_GBps * self.efficiency) * GB
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    device: str = "unknown"
+    memory_bytes: float = 80 * GB
+    hbm_Bps: float = 2e12
+    gpus_per_node: int = 8
+    usable_memory_fraction: float = 0.92
+    reserved_bytes: float = 3 * GB
+    peak_flops: dict = field(default_factory=dict)
+    efficiency: float = 0.45
+    flops_per_s: dict = field(default_factory=dict)
+    optimizer_Bps: float | None = None
+    intra: Link = field(default_factory=Link)
+    inter: Link = field(default_factory=Link)
+    ring_overlap: float = 0.0     # fraction of the ring's hops hidden under its attention
+    kind: str = "datasheet"
+    sources: dict = field(default_factory=dict)
+    raw: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def flops(self, dtype: str) -> float:
+        """Achievable FLOP/s of one device in `dtype`: measured if calibrated, else peak x efficiency."""
+        if dtype in self.flops_per_s:
+            return float(self.flops_per_s[dtype])
+        if dtype not in self.peak_flops:
+            raise KeyError(f"profile {self.name!r} has no compute rate for dtype {dtype!r}")
+        return float(self.peak_flops[dtype]) * self.efficiency
+
+    def optimizer_rate(self) -> float:
+        return self.optimizer_Bps or self.hbm_Bps * HBM_EFFICIENCY
+
+    @property
+    def usable_bytes(self) -> float:
+        return self.memory_bytes * self.usable_memory_fraction - self.reserved_bytes
+
+
+def available_profiles() -> list[str]:
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.toml"))
+
+
+def _link(d: dict) -> Link:
+    return Link(alpha_s=float(d.get("alpha_s", 10e-6)), bw_GBps=float(d.get("bw_GBps", 10.0)),
+                efficiency=float(d.get("efficiency", 1.0)), alpha_s_op=dict(d.get("alpha_s_op", {})),
+                busbw_GBps=dict(d.get("busbw_GBps", {})),
+                time_s_op={op: [list(map(float, pt)) for pt in pts] for op, pts in d.get("time_s_op", {}).items()},
+                ranks=int(d.get("ranks", 0)))
+
+
+def from_dict(d: dict) -> Profile:
+    dev, comp, links = d.get("device", {}), d.get("compute", {}), d.get("link", {})
+    intra = _link(links.get("intra", links.get("inter", {})))
+    return Profile(
+        name=d["name"], device=dev.get("name", "unknown"),
+        memory_bytes=float(dev.get("memory_gb", 80)) * GB, hbm_Bps=float(dev.get("hbm_TBps", 2.0)) * 1e12,
+        gpus_per_node=int(dev.get("gpus_per_node", 8)),
+        usable_memory_fraction=float(dev.get("usable_memory_fraction", 0.92)),
+        reserved_bytes=float(dev.get("reserved_gb", 3.0)) * GB,
+        peak_flops=dict(comp.get("peak_flops", {})), efficiency=float(comp.get("efficiency", 0.45)),
+        flops_per_s=dict(comp.get("flops_per_s", {})), optimizer_Bps=comp.get("optimizer_Bps"),
+        intra=intra, inter=_link(links.get("inter", links.get("intra", {}))),
+        ring_overlap=_fraction(d.get("overlap", {}).get("ring", False)), kind=d.get("kind", "datasheet"),
+        sources=dict(d.get("sources", {})), raw=d)
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """A profile by name (bench/cost/profiles/<name>.toml) or by path to a TOML file."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = PROFILE_DIR / f"{name_or_path}.toml"
+    if not path.is_file():
+        raise FileNotFoundError(f"no hardware profile {name_or_path!r}; known: {', '.join(available_profiles())} "
+                                "(or a path to a .toml written by `dspbench calibrate`)")
+    with open(path, "rb") as f:
+        return from_dict(tomllib.load(f))
+
+
+# ---------------------------------------------------------------- writing (calibration)
+def _value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(float(v)) if isinstance(v, float) else str(v)
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_key(k)} = {_value(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _key(k: str) -> str:
+    return k if k.replace("_", "").replace("-", "").isalnum() else _value(k)
+
+
+def dumps(d: dict, comment: str = "") -> str:
+    """TOML text for a profile dict: scalars first, then tables (nested tables as [a.b])."""
+    lines = [f"# {c}" for c in comment.splitlines()]
+
+    def table(prefix: str, t: dict) -> None:
+        scalars = {k: v for k, v in t.items() if not (isinstance(v, dict) and _is_table(k, v))}
+        if prefix:
+            lines.append(f"\n[{prefix}]")
+        lines.extend(f"{_key(k)} = {_value(v)}" for k, v in scalars.items())
+        for k, v in t.items():
+            if k not in scalars:
+                table(f"{prefix}.{k}" if prefix else k, v)
+
+    table("", d)
+    return "\n".join(lines) + "\n"
+
+
+def _is_table(k: str, v: dict) -> bool:
+    # Small maps of numbers (per-op or per-dtype values) stay inline; sections become tables.
+    return k in ("device", "compute", "link", "intra", "inter", "overlap", "sources", "calibration")
+
+
+def _fraction(v) -> float:
+    """An overlap setting: true/false (all or nothing) or a measured fraction in [0, 1]."""
+    f = float(v)
+    if not 0.0 <= f <= 1.0:
+        raise ValueError(f"overlap fraction must be in [0, 1], got {v!r}")
+    return f

@@ -1,0 +1,94 @@
+"""Memory per rank: parameters, gradients, optimizer states (ZeRO 0-3), activations, comm buffers.
+
+Static (bytes per parameter this rank keeps; P_local = replicated + sharded / sp):
+- weights: dtype bytes; gradients: dtype bytes; optimizer: AdamW m and v in fp32 (8 B), plus an
+  fp32 master copy (4 B) when the model is bf16/fp16 (bench/run/steps.py MasterWeights).
+- ZeRO shards over the ranks that replicate a parameter: SP-replicated parameters are replicated
+  over the whole world (the reference code averages their gradients over it), method-sharded ones
+  (Megatron-SP's TP weights) over DP. Stage 1: optimizer; 2: + gradients; 3: + weights.
+Activations (train), elements per token per block x hidden x dtype bytes, Korthikanti et al. 2022
+("Reducing Activation Recomputation", Table 2) without dropout masks and with flash attention (no
+L^2 scores), plus the adaLN modulate and gate inputs of a DiT block:
+- self-attention 8 (norm in, modulated in, q, k, v, attention out, gate in, residual),
+- cross-attention 5, MLP 3 + 2 * mlp_ratio (norm in, modulated in, fc1 in, GELU in/out, gate in).
+Every method keeps 1/sp of the tokens' activations (Megatron-SP in Korthikanti's form, where the
+tensor-parallel regions hold 1/sp of the channels). Checkpointing keeps each block's input and one
+block's activations during its recompute. Inference keeps one block's working set.
+Comm buffers: the largest transient of the method's SP collectives (send + receive buffers) on
+top of the activations; the gradient all-reduce's flat buffer comes after the activations are
+freed, so the peak is static + max(activations + comm buffers, gradient buffer).
+"""
+from __future__ import annotations
+
+from dspbench.models.config import ModelConfig, Shape
+from dspbench.models.params import param_count
+from dspbench.methods.spec import dtype_size
+
+SELF_ATTN, CROSS_ATTN = 8, 5
+IO_ELEMS = 4            # embedder output, final-layer input, their gradients (per token, x hidden)
+
+
+def mlp_elems(cfg: ModelConfig) -> float:
+    return 3 + 2 * cfg.mlp_ratio
+
+
+def block_elems(cfg: ModelConfig) -> float:
+    """Saved activation elements per token per block, in units of hidden."""
+    n_self = 2 if cfg.layout == "stdit" else 1
+    return n_self * SELF_ATTN + CROSS_ATTN + mlp_elems(cfg)
+
+
+def n_blocks(cfg: ModelConfig) -> int:
+    return cfg.depth if cfg.layout == "stdit" else 2 * cfg.depth
+
+
+def param_split(spec, cfg: ModelConfig, sp: int) -> tuple[int, int]:
+    """(replicated, this rank's share of method-sharded) parameters."""
+    sharded = spec.sharded_params(cfg)
+    return param_count(cfg) - sharded, sharded // sp
+
+
+def static_bytes(spec, cfg, sp: int, dp: int, dtype: str, mode: str, zero: int) -> dict[str, float]:
+    b = dtype_size(dtype)
+    repl, shard = param_split(spec, cfg, sp)
+    local = repl + shard
+    zeroed = repl / (sp * dp) + shard / dp          # this rank's share when ZeRO partitions
+    share = lambda stage: zeroed if zero >= stage else local
+    if mode != "train":
+        return {"weights": share(3) * b, "grads": 0.0, "optimizer": 0.0}
+    opt_per_param = 8 + (4 if dtype != "fp32" else 0)
+    return {"weights": share(3) * b, "grads": share(2) * b, "optimizer": share(1) * opt_per_param}
+
+
+def activation_bytes(cfg: ModelConfig, shape: Shape, sp: int, dtype: str, mode: str) -> float:
+    b, C = dtype_size(dtype), cfg.hidden
+    tokens = shape.batch * shape.tokens / sp
+    per_block = block_elems(cfg) * C * b * tokens
+    io = IO_ELEMS * C * b * tokens
+    if mode != "train":
+        return per_block + io
+    if cfg.grad_ckpt:
+        return n_blocks(cfg) * C * b * tokens + per_block + io
+    return n_blocks(cfg) * per_block + io
+
+
+def comm_buffer_bytes(plan) -> float:
+    """Largest transient of one SP collective: its send and receive buffers (grad syncs excluded)."""
+    sizes = [2 * o.payload for _, o in plan if o.count and o.group == "sp" and o.op != "all_reduce"]
+    return float(max(sizes, default=0))
+
+
+def grad_buffer_bytes(plan) -> float:
+    return float(max((o.payload for _, o in plan if o.op == "all_reduce"), default=0))
+
+
+def memory(spec, cfg: ModelConfig, shape: Shape, sp: int, dp: int, dtype: str, mode: str, plan,
+           zero: int = 0) -> dict[str, float]:
+    """Bytes per rank by part, and the predicted peak."""
+    st = static_bytes(spec, cfg, sp, dp, dtype, mode, zero)
+    act = activation_bytes(cfg, shape, sp, dtype, mode)
+    buf = comm_buffer_bytes(plan)
+    grad_buf = grad_buffer_bytes(plan) if mode == "train" else 0.0
+    static = sum(st.values())
+    return {**st, "activations": act, "comm_buffers": buf, "grad_buffer": grad_buf,
+            "peak": static + max(act + buf, grad_buf)}

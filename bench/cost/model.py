@@ -1,0 +1,88 @@
+"""The cost model: step time and memory of one RunConfig on a hardware profile, without running it.
+
+    step = compute + optimizer + sum(comm) - hidden
+
+- comm: every collective of the method's analytic plan (methods/spec.py, the formulas the ledger
+  is tested against), priced per call by bench/cost/comm.py, SP and DP groups on their link level;
+  sample mode repeats the forward plan per denoising step, as the worker's formula does.
+- compute: analytic FLOPs (models/params.py; train = 3x forward, 4x with checkpointing) of this
+  rank's 1/sp of the micro-batch, at the profile's achievable FLOP/s for the dtype.
+- optimizer (train): AdamW is a memory-bound pass over this rank's optimizer share
+  (OPT_BYTES per parameter at the profile's optimizer rate).
+- overlap: none, except ring attention's K/V hops under its own attention, by the profile's
+  fraction f (hidden = f x min(ring comm, attention-core compute over the sharded dim)). All-to-all,
+  all-gather and reduce-scatter sit on the critical path of the next operator, and the gradient
+  all-reduces run after the backward (as bench/run/steps.py does; ZeRO/DDP bucketing would hide part).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dspbench.records.config import RunConfig
+from dspbench.cost.comm import plan_times, plan_wire
+from dspbench.cost.memory import memory
+from dspbench.cost.hardware import Profile
+from dspbench.methods import Dims, get_method
+from dspbench.models import Shape, get_config
+from dspbench.models.params import flops_per_sample
+
+OPT_BYTES = {"fp32": 28, "bf16": 36, "fp16": 36}   # read p, g, m, v (+master), write p, m, v (+master)
+
+
+@dataclass
+class Prediction:
+    comm_s: dict            # 'tag/op.phase' -> seconds per step
+    comm_wire: dict         # 'op.phase' -> wire bytes per rank per step
+    compute_s: float
+    optimizer_s: float
+    hidden_s: float
+    mem: dict               # bytes per rank by part, with 'peak'
+    usable_bytes: float
+
+    @property
+    def comm_total_s(self) -> float:
+        return sum(self.comm_s.values()) - self.hidden_s
+
+    @property
+    def step_s(self) -> float:
+        return self.compute_s + self.optimizer_s + self.comm_total_s
+
+    @property
+    def fits(self) -> bool:
+        return self.mem["peak"] <= self.usable_bytes
+
+
+def flops_factor(cfg: RunConfig) -> int:
+    return {"train": 4 if cfg.grad_ckpt else 3, "infer": 1, "sample": cfg.sample_steps}[cfg.mode]
+
+
+def _attn_core_flops(mcfg, shape: Shape, shard: str) -> float:
+    """Forward FLOPs of QK^T and AV in the attentions over the sharded dim (what a ring hop hides)."""
+    L = shape.frames if shard == "T" else shape.spatial
+    return mcfg.depth * 4 * shape.batch * shape.tokens * L * mcfg.hidden
+
+
+def predict(cfg: RunConfig, profile: Profile, zero: int = 0) -> Prediction:
+    sp = int(cfg.sp)
+    mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
+    spec = get_method(cfg.method)
+    shape = Shape(cfg.batch, cfg.frames, cfg.spatial)
+    dims = Dims(sp=sp, dp=cfg.gpus // sp, shard=cfg.shard)
+    plan_mode = "train" if cfg.mode == "train" else "infer"
+    plan = spec.plan(mcfg, shape, dims, cfg.dtype, plan_mode)
+    reps = cfg.sample_steps if cfg.mode == "sample" else 1
+    comm_s = {k: v * reps for k, v in plan_times(profile, plan, dims).items()}
+    wire = {k: v * reps for k, v in plan_wire(plan, dims).items()}
+
+    rate = profile.flops(cfg.dtype)
+    factor = flops_factor(cfg)
+    compute = flops_per_sample(mcfg, Shape(1, cfg.frames, cfg.spatial)) * cfg.batch * factor / sp / rate
+    mem = memory(spec, mcfg, shape, sp, dims.dp, cfg.dtype, cfg.mode, plan, zero)
+    state_bytes = 8 if cfg.dtype == "fp32" else 12        # per parameter (cost_memory.static_bytes)
+    optimizer = mem["optimizer"] / state_bytes * OPT_BYTES[cfg.dtype] / profile.optimizer_rate()
+
+    hidden = 0.0
+    ring = sum(v for k, v in comm_s.items() if k.startswith("ring_"))
+    if profile.ring_overlap and ring:
+        hidden = profile.ring_overlap * min(ring, _attn_core_flops(mcfg, shape, cfg.shard) * factor / sp / rate)
+    return Prediction(comm_s, wire, compute, optimizer, hidden, mem, profile.usable_bytes)

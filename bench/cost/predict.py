@@ -1,0 +1,110 @@
+"""`dspbench predict`: a run's record, with the cost model's numbers instead of measured ones.
+
+The record has every field a `dspbench run` record has (bench/run/harness.py build_record, the
+worker's metrics), status `predicted` (or `oom` / `unsupported` with a reason), plus
+predicted_comm_time_s, predicted_compute_time_s, predicted_optimizer_time_s,
+predicted_peak_mem_bytes, predicted_mem (bytes by part), hardware_profile and zero_stage.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+
+from dspbench.cost.autosp import resolved
+from dspbench.records.build import Outcome, build_record, unsupported_reason
+from dspbench.records.config import RunConfig
+from dspbench.cost.model import flops_factor, predict
+from dspbench.cost.hardware import Profile, available_profiles, load_profile
+from dspbench.methods.ledger import untag
+from dspbench.models import Shape, get_config
+from dspbench.models.params import flops_per_sample
+
+
+@functools.lru_cache(maxsize=None)
+def _environ(device: str) -> dict:
+    from dspbench.records.environ import environ
+    return environ([{"hostname": "predicted", "device": device}])
+
+
+def device_label(profile: Profile) -> str:
+    d = profile.device
+    return d if d.lower().startswith(("cpu", "nvidia")) else f"NVIDIA {d}"
+
+
+def predicted_record(cfg: RunConfig, profile: Profile, zero: int = 0) -> dict:
+    cfg.validate()
+    cfg, reason = resolved(cfg, profile, zero)
+    # Not this machine's devices: only the method's constraints (a local nccl run would check CUDA here).
+    reason = reason or unsupported_reason(_sp1(cfg, cfg.sp, "env"))
+    extra = {"hardware_profile": profile.name, "zero_stage": zero, "predicted_comm_time_s": None,
+             "predicted_compute_time_s": None, "predicted_optimizer_time_s": None,
+             "predicted_peak_mem_bytes": None, "predicted_mem": None, "step_times_s": None,
+             "peak_mem_bytes_per_rank": None, "comm_tagged": None, "comm_time_s": None,
+             "comm_formula_match": None, "comm_symmetric": None, "flops_per_step": None}
+    if reason:
+        rec = build_record(cfg if cfg.sp != "auto" else _sp1(cfg), Outcome("unsupported", reason), "predicted")
+        return {**rec, **extra, "sp": cfg.sp if cfg.sp != "auto" else None, "environ": _environ(device_label(profile))}
+    p = predict(cfg, profile, zero)
+    status = "predicted" if p.fits else "oom"
+    error = None if p.fits else (f"predicted OOM: {p.mem['peak'] / 2**30:.1f} GiB per rank > "
+                                 f"{p.usable_bytes / 2**30:.1f} GiB usable on {profile.name}")
+    rec = build_record(cfg, Outcome(status, error), "predicted")
+    rec.update(extra)
+    rec.update({"environ": _environ(device_label(profile)), "predicted_comm_time_s": p.comm_total_s,
+                "predicted_compute_time_s": p.compute_s, "predicted_optimizer_time_s": p.optimizer_s,
+                "predicted_peak_mem_bytes": p.mem["peak"], "predicted_mem": p.mem,
+                "comm": p.comm_wire, "comm_wire_bytes": sum(p.comm_wire.values()),
+                "comm_time_s": untag(p.comm_s)})
+    if p.fits:
+        rec.update(_throughput(cfg, p.step_s, profile))
+        rec["peak_mem_bytes"] = p.mem["peak"]
+    return rec
+
+
+def _sp1(cfg: RunConfig, sp=1, launcher=None) -> RunConfig:
+    from dataclasses import replace
+    return replace(cfg, sp=sp, launcher=launcher or cfg.launcher)
+
+
+def _throughput(cfg: RunConfig, step: float, profile: Profile) -> dict:
+    per_sample = flops_per_sample(get_config(cfg.model), Shape(1, cfg.frames, cfg.spatial))
+    flops = per_sample * flops_factor(cfg) * cfg.global_batch
+    peak = profile.peak_flops.get(cfg.dtype)
+    samples = cfg.global_batch / step
+    return {"step_time_median_s": step, "step_time_p10_s": step, "step_time_p90_s": step,
+            "step_times_s": [step], "samples_per_s": samples, "tokens_per_s": samples * cfg.frames * cfg.spatial,
+            "flops_per_step": flops, "mfu": flops / step / (cfg.gpus * peak) if peak else None}
+
+
+# ---------------------------------------------------------------- command (arguments: bench/cost/cli.py)
+def cmd_predict(args) -> int:
+    from dspbench.records.args import config_from_args
+    from dspbench.records.io import default_records_file
+    from dspbench.records.io import append_record, result_line
+    if not args.hardware:
+        raise ValueError(f"predict needs --hardware PROFILE ({', '.join(available_profiles())}, or a calibrated .toml)")
+    rec = predicted_record(config_from_args(args), load_profile(args.hardware), args.zero)
+    path = Path(args.records_file) if args.records_file else default_records_file(args.out)
+    append_record(path, rec)
+    if args.json:
+        print(json.dumps(rec, sort_keys=True, default=str))
+    else:
+        print(summary(rec))
+        print(f"record appended to {path}", file=sys.stderr)
+    print(result_line(rec))
+    return {"predicted": 0, "unsupported": 3}.get(rec["status"], 1)
+
+
+def summary(rec: dict) -> str:
+    head = f"{rec['method']} {rec['model']} T={rec['frames']} S={rec['spatial']} gpus={rec['world_size']} sp={rec['sp']}"
+    if rec["status"] == "unsupported":
+        return f"{head}: unsupported: {rec['error']}"
+    mem = f"peak {rec['predicted_peak_mem_bytes'] / 2**30:.2f} GiB/rank"
+    if rec["status"] != "predicted":
+        return f"{head}: {rec['status']}: {rec['error']}"
+    return (f"{head} on {rec['hardware_profile']}: step {rec['step_time_median_s'] * 1e3:.1f} ms = compute "
+            f"{rec['predicted_compute_time_s'] * 1e3:.1f} + optimizer {rec['predicted_optimizer_time_s'] * 1e3:.1f}"
+            f" + comm {rec['predicted_comm_time_s'] * 1e3:.1f} ms; {rec['samples_per_s']:.3g} samples/s; {mem}; "
+            f"comm {rec['comm_wire_bytes'] / 2**20:.2f} MiB/rank/step")

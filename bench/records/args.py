@@ -1,0 +1,50 @@
+"""A RunConfig's command-line form: the flags `dspbench run` and `dspbench predict` share."""
+from __future__ import annotations
+
+import argparse
+from dataclasses import fields
+
+from dspbench.records.config import BACKENDS, DTYPES, LAUNCHERS, MODES, RunConfig
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    d = RunConfig()
+    g = p.add_argument_group("configuration (part of the run_id)")
+    g.add_argument("--method", default=d.method, help="sequence-parallel method (see `dspbench methods`)")
+    g.add_argument("--model", default=d.model, help="model as <layout>-<size> (see `dspbench models`)")
+    g.add_argument("--frames", type=int, default=d.frames, help="T: latent frames after patchify")
+    g.add_argument("--spatial", type=int, default=d.spatial, help="S: tokens per frame after patchify")
+    g.add_argument("--batch", type=int, default=d.batch, help="micro-batch per data-parallel replica")
+    g.add_argument("--gpus", type=int, default=d.gpus, help="world size (ranks)")
+    g.add_argument("--sp", default=d.sp, help="sequence-parallel degree, divides --gpus (rest is DP)")
+    g.add_argument("--mode", choices=MODES, default=d.mode, help="train: fwd+bwd+AdamW; infer: fwd; sample: K fwd")
+    g.add_argument("--dtype", choices=DTYPES, default=d.dtype, help="model dtype (low precision keeps fp32 master weights)")
+    g.add_argument("--backend", choices=BACKENDS, default=d.backend)
+    g.add_argument("--grad-ckpt", action="store_true", help="activation checkpointing per block (train)")
+    g.add_argument("--shard", choices=("T", "S", "H", "W"), default=d.shard,
+                   help="sequence dim embedded methods shard (T or S; axial3d: T, H or W)")
+    g.add_argument("--sample-steps", type=int, default=d.sample_steps, help="model calls per sample (sample mode)")
+    g.add_argument("--warmup", type=int, default=d.warmup, help="untimed warm-up steps")
+    g.add_argument("--iters", type=int, default=d.iters, help="timed steps")
+    g.add_argument("--seed", type=int, default=d.seed)
+    g.add_argument("--repeat", type=int, default=d.repeat, help="repeat index (sweeps)")
+    h = p.add_argument_group("execution")
+    h.add_argument("--launcher", choices=LAUNCHERS, default=d.launcher,
+                   help="local: spawn the ranks here; torchrun/env: this process is RANK of WORLD_SIZE; slurm: from SLURM_*")
+    h.add_argument("--check", action="store_true", help="check against the single-device oracle before timing")
+    h.add_argument("--timeout", type=float, default=d.timeout_s, dest="timeout_s", help="seconds for the whole run")
+    h.add_argument("--threads", type=int, default=d.threads, help="torch threads per rank (0: cores / ranks)")
+    h.add_argument("--inject-fault", default="", help=argparse.SUPPRESS)
+    h.add_argument("--hardware", default=None,
+                   help="hardware profile (bench/cost/profiles/*.toml or a calibrated .toml): resolves --sp auto")
+    o = p.add_argument_group("output")
+    o.add_argument("--out", default="results/runs", help="directory for the records file")
+    o.add_argument("--records-file", default=None, help="append to this file instead of one under --out")
+    o.add_argument("--json", action="store_true", help="print the record as JSON on stdout (no progress bar)")
+
+
+def config_from_args(args) -> RunConfig:
+    names = {f.name for f in fields(RunConfig)}
+    values = {k: v for k, v in vars(args).items() if k in names}
+    values["sp"] = values["sp"] if values["sp"] == "auto" else int(values["sp"])
+    return RunConfig(**values)

@@ -1,0 +1,104 @@
+"""A record from a configuration and its outcome: the one place every record is assembled.
+
+`dspbench run` (bench/run/harness.py), `dspbench predict` (bench/cost/predict.py) and the sweep jobs
+(slurm/) all build records here, so a measured, a predicted and a failed record have the same fields.
+"""
+from __future__ import annotations
+
+import socket
+from dataclasses import asdict, dataclass
+
+from dspbench.methods import Dims, get_method
+from dspbench.models import Shape, get_config
+from dspbench.models.params import flops_per_sample, param_count
+from dspbench.records.config import RunConfig
+from dspbench.records.io import SCHEMA_VERSION
+
+# Dense bf16 peak FLOP/s per device (vendor datasheets); MFU is null where the device is unknown.
+PEAK_FLOPS = {
+    "H100": 989e12, "H800": 989e12, "H200": 989e12, "A100": 312e12, "A800": 312e12,
+}
+
+
+def peak_flops(device_name: str, dtype: str) -> float | None:
+    if dtype == "fp32":
+        return None   # TF32/FP32 peaks differ by kernel choice; report MFU for bf16/fp16 only
+    for key, value in PEAK_FLOPS.items():
+        if key in device_name:
+            return value
+    return None
+
+@dataclass
+class Outcome:
+    status: str                  # ok | error | oom | timeout
+    error: str | None = None
+    metrics: dict | None = None
+
+
+def unsupported_reason(cfg: RunConfig) -> str | None:
+    """Why this configuration cannot run, before any rank starts (method constraints, degrees)."""
+    try:
+        mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
+        spec = get_method(cfg.method)
+    except (KeyError, TypeError) as e:
+        return str(e.args[0] if e.args else e)
+    if cfg.sp == "auto":   # run_config resolves it first; reaching here means it could not
+        return "--sp auto is resolved only with a hardware profile (--hardware)"
+    sp = int(cfg.sp)
+    if sp < 1 or cfg.gpus % sp:
+        return f"sp={sp} does not divide gpus={cfg.gpus}"
+    if cfg.backend == "nccl" and cfg.launcher == "local":
+        import torch
+        if torch.cuda.device_count() < cfg.gpus:
+            return f"nccl needs {cfg.gpus} CUDA devices here, found {torch.cuda.device_count()}"
+    return spec.check(mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial), Dims(sp=sp, dp=cfg.gpus // sp, shard=cfg.shard))
+
+
+def model_facts(cfg: RunConfig) -> dict:
+    try:
+        m = get_config(cfg.model)
+    except KeyError:
+        return {"hidden": None, "depth": None, "heads": None, "params": None}
+    return {"hidden": m.hidden, "depth": m.depth, "heads": m.heads, "params": param_count(m),
+            "layout": m.layout}
+
+
+def derived(cfg: RunConfig, metrics: dict) -> dict:
+    med = metrics["step_time_median_s"]
+    samples = cfg.global_batch / med
+    mcfg = get_config(cfg.model)
+    per_sample = flops_per_sample(mcfg, Shape(1, cfg.frames, cfg.spatial))
+    factor = {"train": 4 if cfg.grad_ckpt else 3, "infer": 1, "sample": cfg.sample_steps}[cfg.mode]
+    peak = peak_flops(metrics.get("device_name", ""), cfg.dtype)
+    return {
+        "samples_per_s": samples,
+        "tokens_per_s": samples * cfg.frames * cfg.spatial,
+        "flops_per_step": per_sample * factor * cfg.global_batch,
+        "mfu": None if peak is None else per_sample * factor * samples / (cfg.gpus * peak),
+        "peak_mem_bytes": max(metrics["peak_mem_bytes_per_rank"]),
+    }
+
+
+SOURCES = ("measured", "predicted", "synthetic")
+
+
+def build_record(cfg: RunConfig, outcome: Outcome, source: str = "measured") -> dict:
+    if source not in SOURCES:
+        raise ValueError(f"source {source!r} is not one of {SOURCES}")
+    rec = {"schema_version": SCHEMA_VERSION, "source": source, "run_id": cfg.run_id(), "status": outcome.status,
+           "error": outcome.error, **asdict(cfg), "world_size": cfg.gpus,
+           "sp": None if cfg.sp == "auto" else int(cfg.sp), "dp": None if cfg.sp == "auto" else cfg.dp, **model_facts(cfg)}
+    empty = {k: None for k in ("step_time_median_s", "step_time_p10_s", "step_time_p90_s", "samples_per_s",
+                               "tokens_per_s", "peak_mem_bytes", "losses", "comm_wire_bytes", "comm",
+                               "oracle_max_abs_err", "oracle_errors", "comm_formula", "mfu")}
+    rec.update(empty)
+    m = outcome.metrics or {}
+    rec.update({k: v for k, v in m.items() if k != "device_name"})
+    if outcome.status == "ok" and m:
+        rec.update(derived(cfg, m))
+    if not rec.get("environ"):
+        from dspbench.records.environ import environ
+        rec["environ"] = environ([{"hostname": socket.gethostname(), "device": "unknown"}])
+    return rec
+
+

@@ -1,0 +1,41 @@
+"""`run_config(cfg)`: one configuration end to end, ending in exactly one appended record.
+
+Steps: validate -> method constraints (unsupported: no ranks started) -> launch the ranks ->
+derive throughput/MFU -> record (appended atomically, printed as a <RESULT> line by the CLI).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from dspbench.cost.autosp import resolved
+from dspbench.records.build import Outcome, build_record, unsupported_reason
+from dspbench.records.config import RunConfig
+from dspbench.records.io import append_record
+from dspbench.run.launch import launch_env, launch_local
+
+
+def run_config(cfg: RunConfig, records_file: str | os.PathLike | None = None, progress: bool = False,
+               hardware: str | None = None) -> dict:
+    """Run one configuration with its launcher; append the record (rank 0 only) and return it.
+
+    `sp="auto"` is resolved first from the `hardware` profile (bench/cost/autosp.py: the minimum SP
+    degree that fits memory); unresolvable, the run is `unsupported` with the reason.
+    """
+    cfg.validate()
+    cfg, reason = resolved(cfg, hardware)
+    reason = reason or unsupported_reason(cfg)
+    if reason:
+        outcome = Outcome("unsupported", reason)
+    elif cfg.launcher == "local":
+        outcome = launch_local(cfg, progress)
+    else:
+        outcome = launch_env(cfg, progress)
+        if os.environ.get("RANK", "0") != "0":   # one record per run: rank 0 writes it
+            if outcome.status != "ok":
+                print(f"dspbench run: {outcome.status}: {outcome.error}", file=sys.stderr)
+            return {}
+    rec = build_record(cfg, outcome)
+    if records_file is not None:
+        append_record(records_file, rec)
+    return rec

@@ -1,0 +1,88 @@
+"""The single-device oracle: a method's output and gradients against the unsharded model.
+
+Both models start from the same weights and see the same full input. The parallel model's
+replicated-parameter gradients are summed over SP (as in training), sharded ones are compared with
+the matching slice of the oracle's, and the input gradient (partial per SP rank) is summed over SP.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+import torch
+
+from dspbench.methods import comm
+from dspbench.methods.common import SHARDED, is_sharded, sync_replicated_grads
+from dspbench.methods.ledger import Ledger
+from dspbench.methods.shards import take_shard
+from dspbench.models import Shape, build_model, make_inputs
+from dspbench.models.config import ModelConfig
+
+FULL_CHECK_BUDGET = 1 << 22   # B*T*S*C*depth elements: above this, check a small slice instead
+
+
+def mse(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    return ((out.float() - target.float()) ** 2).mean()
+
+
+def check_shape(cfg: ModelConfig, shape: Shape, sp: int) -> tuple[ModelConfig, Shape]:
+    """The full problem where it fits, else the smallest slice that keeps every sharded dim divisible."""
+    if shape.batch * shape.tokens * cfg.hidden * cfg.depth <= FULL_CHECK_BUDGET:
+        return cfg, shape
+    # S = 4 sp keeps S sharded N ways; axial3d shards H' or W': S = sp^2 gives H' = W' = sp (token_hw).
+    spatial = 4 * sp if "S" in cfg.seq_dims else sp * sp
+    small = Shape(1, min(shape.frames, 2 * sp), min(shape.spatial, spatial))
+    return cfg.with_(depth=min(cfg.depth, 2)), small
+
+
+def oracle_errors(spec, cfg: ModelConfig, shape: Shape, dims, seed: int = 0,
+                  device: torch.device = torch.device("cpu"), dtype=torch.float32, ref_dtype=None) -> dict:
+    """Max abs errors of the parallel model (in `dtype`) against the single-device model (in
+    `ref_dtype`, default the same dtype): same weights (the reference's, cast), same full input."""
+    ref_dtype = ref_dtype or dtype
+    torch.manual_seed(seed)
+    ref = build_model(cfg).to(device=device, dtype=ref_dtype)
+    par = spec.parallelize(copy.deepcopy(ref).to(dtype), dims)
+    x, t, y, target = make_inputs(cfg, shape, seed=seed + 1, dtype=ref_dtype, device=device)
+
+    xr = x.clone().requires_grad_()
+    out_r = ref(xr, t, y)
+    mse(out_r, target).backward()
+    xp = x.to(dtype, copy=True).requires_grad_()
+    t, y = t.to(dtype), y.to(dtype)
+    with Ledger() as led:
+        out_p = par(xp, t, y)
+        mse(out_p, target).backward()
+        sync_replicated_grads(par, dims)
+    x_grad = comm.all_reduce_(xp.grad.clone(), dims.sp_group, "oracle")  # outside the ledger
+
+    grad_err, worst = _param_grad_error(ref, par)
+    return {
+        "output": (out_p.float() - out_r.float()).abs().max().item(),
+        "grads": grad_err, "worst_param": worst,
+        "input_grad": (x_grad.float() - xr.grad.float()).abs().max().item(),
+        "output_scale": out_r.abs().max().item(),
+        "grad_scale": max(p.grad.abs().max().item() for p in ref.parameters()),
+        # The oracle step has no data parallelism: compare with the SP-only formula.
+        "ledger": led.totals(), "formula": spec.comm_bytes(cfg, shape, replace(dims, dp=1), dtype, "train"),
+    }
+
+
+def _param_grad_error(ref, par) -> tuple[float, str | None]:
+    ref_params = dict(ref.named_parameters())
+    err, worst = 0.0, None
+    for name, p in par.named_parameters():
+        full = ref_params[name].grad
+        if is_sharded(p):
+            full = take_shard(full, getattr(p, SHARDED))
+        e = (p.grad.float() - full.float()).abs().max().item()
+        if e > err:
+            err, worst = e, name
+    return err, worst
+
+
+def within_tolerance(errs: dict, dtype: str) -> bool:
+    """fp32: a few ulps of the largest value (reordered sums); low precision: a loose relative bound."""
+    rtol = {"fp32": 1e-5, "bf16": 5e-2, "fp16": 1e-2}[dtype]
+    return (errs["output"] <= rtol * max(1.0, errs["output_scale"])
+            and max(errs["grads"], errs["input_grad"]) <= rtol * max(1.0, errs["grad_scale"]))

@@ -1,0 +1,142 @@
+"""One benchmark on one rank, inside an initialised process group: set up, check, warm up, time."""
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+
+from dspbench.records import environ
+from dspbench.run import measure
+from dspbench.records.config import RunConfig
+from dspbench.methods import build_dims, comm, get_method
+from dspbench.methods.ledger import Ledger, untag
+from dspbench.models import Shape, build_model, get_config
+from dspbench.run.oracle import check_shape, oracle_errors, within_tolerance
+from dspbench.run.progress import Progress
+from dspbench.run.steps import TORCH_DTYPES, DataStream, make_optimizer, make_step
+
+
+class OracleMismatch(RuntimeError):
+    pass
+
+
+def device_for(cfg: RunConfig) -> torch.device:
+    if cfg.backend == "nccl":
+        local = int(os.environ.get("LOCAL_RANK", comm.world_rank() % max(torch.cuda.device_count(), 1)))
+        torch.cuda.set_device(local)
+        return torch.device("cuda", local)
+    return torch.device("cpu")
+
+
+def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None) -> dict | None:
+    """Every rank runs this; rank 0 returns the metrics, the others None.
+
+    `beat(step)` is called as each step starts, so a launcher can tell which rank stalled.
+    """
+    device, dtype = device_for(cfg), TORCH_DTYPES[cfg.dtype]
+    mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
+    shape, spec = Shape(cfg.batch, cfg.frames, cfg.spatial), get_method(cfg.method)
+    dims = build_dims(int(cfg.sp), cfg.shard)
+    oracle = _oracle(cfg, spec, mcfg, shape, dims, device, dtype) if cfg.check else None
+
+    torch.manual_seed(cfg.seed)
+    model = spec.parallelize(build_model(mcfg).to(device=device, dtype=dtype), dims)
+    optimizer = make_optimizer(model, cfg.dtype) if cfg.mode == "train" else None
+    step = make_step(cfg.mode, model, dims, optimizer, cfg.sample_steps, mcfg.in_channels)
+    data = DataStream(mcfg, cfg, comm.rank(dims.dp_group), cfg.warmup + cfg.iters + 1, device, dtype)
+
+    bar = Progress(cfg.warmup + cfg.iters, enabled=progress and comm.world_rank() == 0)
+    losses = []
+    for i in bar.phase("warm-up", range(cfg.warmup)):
+        beat(i)
+        losses.append(step(data[i]))
+    inject_fault(cfg.inject_fault)
+    times = []
+    for i in bar.phase("timed", range(cfg.warmup, cfg.warmup + cfg.iters)):
+        beat(i)
+        comm.barrier()
+        with measure.StepTimer(device) as timer:
+            loss = step(data[i])
+        times.append(timer.elapsed)
+        losses.append(loss)
+        bar.show_step_time(timer.elapsed)
+    bar.close()
+    # A separate instrumented step: bytes and per-op times (a barrier before each op perturbs it).
+    beat(cfg.warmup + cfg.iters)
+    with Ledger(timed=True) as led:
+        step(data[cfg.warmup + cfg.iters])
+    return _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle)
+
+
+ORACLE_PARTS = ("output", "grads", "input_grad")   # oracle_max_abs_err is their max
+
+
+def _oracle(cfg, spec, mcfg, shape, dims, device, dtype) -> dict:
+    ocfg, oshape = check_shape(mcfg, shape, dims.sp)
+    errs = oracle_errors(spec, ocfg, oshape, dims, seed=cfg.seed, device=device, dtype=dtype)
+    errs["shape"] = [oshape.batch, oshape.frames, oshape.spatial]
+    errs["depth"] = ocfg.depth
+    if not within_tolerance(errs, cfg.dtype):
+        raise OracleMismatch(f"oracle check failed: output err {errs['output']:.3g}, grad err "
+                             f"{errs['grads']:.3g} ({errs['worst_param']}), input grad err {errs['input_grad']:.3g}")
+    return {k: errs[k] for k in (*ORACLE_PARTS, "shape", "depth")}
+
+
+def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle) -> dict | None:
+    per_rank = comm.all_gather_object({
+        "times": times, "peak_mem": measure.peak_memory_bytes(device),
+        "losses": [None if l is None else float(l) for l in losses],
+        "dp_rank": comm.rank(dims.dp_group), "sp_rank": comm.rank(dims.sp_group),
+        "comm": led.totals(), **environ.local_facts(device),
+    })
+    if comm.world_rank() != 0:
+        return None
+    step_times = [max(r["times"][i] for r in per_rank) for i in range(len(times))]
+    formula = spec.comm_bytes(mcfg, shape, dims, TORCH_DTYPES[cfg.dtype], "train" if cfg.mode == "train" else "infer")
+    if cfg.mode == "sample":   # K forward passes per step
+        formula = {k: v * cfg.sample_steps for k, v in formula.items()}
+    tagged = led.totals()
+    return {
+        "step_times_s": step_times, **measure.summarize(step_times),
+        "peak_mem_bytes_per_rank": [r["peak_mem"] for r in per_rank],
+        "losses": _dp_mean_losses(per_rank) if cfg.mode == "train" else None,
+        "comm_tagged": tagged, "comm": untag(tagged), "comm_wire_bytes": led.wire_total,
+        "comm_time_s": led.times(), "comm_formula": formula, "comm_formula_match": tagged == formula,
+        "comm_symmetric": all(r["comm"] == tagged for r in per_rank),   # every rank moved the same bytes
+        "oracle_max_abs_err": None if oracle is None else max(oracle[k] for k in ORACLE_PARTS),
+        "oracle_errors": oracle,
+        "environ": environ.environ(per_rank),
+        "device_name": per_rank[0]["device"],
+    }
+
+
+def _dp_mean_losses(per_rank: list[dict]) -> list[float]:
+    """The global-batch loss per step: mean over DP replicas (SP ranks of a replica agree)."""
+    firsts = [r["losses"] for r in per_rank if r["sp_rank"] == 0]
+    return [sum(ls[i] for ls in firsts) / len(firsts) for i in range(len(firsts[0]))]
+
+
+def inject_fault(spec: str) -> None:
+    """Tests only: `KIND@RANK` makes that rank raise, hang, run out of memory or exit mid-run, or be
+    slow (SLOW_S seconds late, then fine: a run that takes a known minimum time)."""
+    if not spec:
+        return
+    kind, _, rank = spec.partition("@")
+    if comm.world_rank() != int(rank or 0):
+        return
+    if kind == "raise":
+        raise RuntimeError("injected fault")
+    if kind == "oom":
+        raise MemoryError("injected out-of-memory")
+    if kind == "exit":
+        os._exit(3)
+    if kind == "hang":
+        time.sleep(10 ** 6)
+    if kind == "slow":
+        time.sleep(SLOW_S)
+        return
+    raise ValueError(f"unknown fault kind {kind!r} (raise|hang|oom|exit|slow)")
+
+
+SLOW_S = 5.0

@@ -1,0 +1,56 @@
+"""The record contract (bench/records/): provenance, the oracle error as one float, version upgrades."""
+import json
+
+import pytest
+
+from dspbench.cost.hardware import load_profile
+from dspbench.cost.predict import predicted_record
+from dspbench.records.build import Outcome, build_record
+from dspbench.records.config import RunConfig
+from dspbench.records.io import SCHEMA_VERSION, append_record, read_records, upgrade
+
+
+def test_build_record_says_where_its_numbers_came_from():
+    cfg = RunConfig(method="dsp", model="stdit-tiny", gpus=2, sp=2)
+    assert build_record(cfg, Outcome("error", "boom"))["source"] == "measured"
+    assert build_record(cfg, Outcome("ok"), "synthetic")["source"] == "synthetic"
+    with pytest.raises(ValueError, match="source"):
+        build_record(cfg, Outcome("ok"), "guessed")
+
+
+def test_a_predicted_oom_is_predicted_not_measured():
+    cfg = RunConfig(method="single", model="stdit-xl", frames=256, spatial=4096, gpus=1, sp=1,
+                    dtype="bf16", backend="nccl")
+    rec = predicted_record(cfg, load_profile("a100-ib"))
+    assert rec["status"] == "oom" and rec["source"] == "predicted", rec["error"]
+    fits = predicted_record(RunConfig(method="dsp", model="stdit-tiny", gpus=2, sp=2), load_profile("h100-ib"))
+    assert fits["status"] == "predicted" and fits["source"] == "predicted"
+
+
+def test_version_1_records_are_upgraded_on_read(tmp_path):
+    v1 = {"schema_version": 1, "run_id": "a", "status": "ok",
+          "oracle_max_abs_err": {"output": 1e-7, "grads": 3e-7, "input_grad": 2e-7, "shape": [1, 4, 16], "depth": 2}}
+    pred = {"schema_version": 1, "run_id": "b", "status": "predicted", "hardware_profile": "h100-ib",
+            "oracle_max_abs_err": None}
+    path = tmp_path / "r.jsonl"
+    for rec in (v1, pred):
+        path.open("a").write(json.dumps(rec) + "\n")
+    (a, b), problems = read_records(path)
+    assert problems == []
+    assert a["schema_version"] == SCHEMA_VERSION and a["source"] == "measured"
+    assert a["oracle_max_abs_err"] == 3e-7 and a["oracle_errors"]["shape"] == [1, 4, 16]
+    assert b["source"] == "predicted" and b["oracle_max_abs_err"] is None
+
+
+def test_current_records_pass_through_upgrade_unchanged(tmp_path):
+    rec = build_record(RunConfig(method="dsp", model="stdit-tiny", gpus=2, sp=2), Outcome("timeout", "slow"))
+    append_record(tmp_path / "r.jsonl", rec)
+    (back,), _ = read_records(tmp_path / "r.jsonl")
+    assert upgrade(back) == back and back["source"] == "measured" and back["comm_formula"] is None
+
+
+def test_unknown_schema_versions_are_reported_not_read(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"schema_version": 99, "run_id": "x", "status": "ok"}) + "\n")
+    recs, problems = read_records(path)
+    assert recs == [] and "schema_version 99" in problems[0] and ":1:" in problems[0]
