@@ -22,6 +22,7 @@ def _warm_imports() -> None:
     import dspbench.methods.allgather_kv  # noqa: F401
     import dspbench.methods.ring_flash  # noqa: F401
     import dspbench.methods.dsp_hybrid  # noqa: F401
+    import dspbench.methods.torch_cp  # noqa: F401
 
 
 @pytest.fixture(scope="session")

@@ -122,9 +122,9 @@ def test_ulysses_deepspeed_joint_tags_survive_checkpointing(rank_pool):
     assert_matches_oracle(res, 2)
 
 
-def test_ring_flash_rejects_joint_text_with_a_reason():
-    spec = get_method("ring_flash")
-    reason = spec.check(get_config("full3d-joint-tiny"), Shape(1, 4, 16), Dims(sp=2))
+@pytest.mark.parametrize("method", ["ring_flash", "torch_cp"])
+def test_library_attentions_reject_joint_text_with_a_reason(method):
+    reason = get_method(method).check(get_config("full3d-joint-tiny"), Shape(1, 4, 16), Dims(sp=2))
     assert "joint text" in reason and "allgather_kv" in reason
 
 
