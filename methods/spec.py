@@ -6,7 +6,9 @@ A method module `methods/<name>.py` (or a plugin module, see docs/adding-a-metho
 - `parallelize(model, dims) -> model`: attach to the model's named seams, in place;
 - `forward_ops(cfg, shape, dims, dtype_bytes) -> [Op]`: the collectives of one forward pass
   through the blocks, analytically; the backward defaults to their conjugates;
-- `sharded_params(cfg) -> int`: parameters the method shards (excluded from the SP gradient sync).
+- `sharded_params(cfg) -> int`: parameters the method shards (excluded from the SP gradient sync);
+- `check_run(dtype, mode, backend) -> str | None` (optional): why this precision, mode or backend
+  cannot run (a library's limits: ring-flash-attn's fp32 backward, torch's CPU context parallel).
 `comm_bytes(...)` is derived from these and must equal the ledger exactly.
 """
 from __future__ import annotations
@@ -49,6 +51,10 @@ def _no_params(cfg: ModelConfig) -> int:
     return 0
 
 
+def _runs_anywhere(dtype: str, mode: str, backend: str) -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class MethodSpec:
     name: str
@@ -59,6 +65,7 @@ class MethodSpec:
     forward_ops: Callable[[ModelConfig, Shape, Dims, int], list[Op]]
     backward_ops: Callable[[ModelConfig, Shape, Dims, int], list[Op]] | None = None
     sharded_params: Callable[[ModelConfig], int] = _no_params
+    check_run: Callable[[str, str, str], str | None] = _runs_anywhere
 
     def comm_bytes(self, cfg: ModelConfig, shape: Shape, dims: Dims, dtype=torch.float32,
                    mode: str = "train", tagged: bool = True, engine: bool = False) -> dict[str, int]:

@@ -3,13 +3,18 @@
 Inside the attention over the sharded dim: q, k, v (B', L/N, H, D) -a2a(H->L)-> (B', L, H/N, D),
 local attention, then the output back (B', L, H/N, D) -a2a(L->H)-> (B', L/N, H, D): 4 all-to-alls.
 Attention over the other dim, cross-attention and the MLP are local. Needs heads % N == 0.
+
+Joint text (full3d, MMDiT): the text q, k, v are replicated, so each rank takes its own H/N heads
+of them without communication and joins them to the gathered sequence; the text output
+(B, Ly, H/N, D) is all-gathered over heads so every rank holds the whole text stream again
+(backward: reduce-scatter), one more collective per attention.
 """
 from __future__ import annotations
 
 from torch import nn
 
 from dspbench.methods import comm
-from dspbench.methods.common import act_bytes, attentions, heads_divisible, n_attn, shard_divisible, shard_sequence
+from dspbench.methods.common import act_bytes, attentions, heads_divisible, n_attn, shard_divisible, shard_sequence, text_bytes
 from dspbench.methods.spec import MethodSpec, Op
 
 B_DIM, L_DIM, H_DIM = 0, 1, 2   # of q, k, v (B', L, H, D)
@@ -23,11 +28,26 @@ class UlyssesAttention(nn.Module):
         super().__init__()
         self.local, self.group, self.gather_dim = local, group, gather_dim
 
-    def forward(self, q, k, v):
+    def forward(self, q, k, v, joint=None):
         g, d = self.group, self.gather_dim
         q, k, v = (comm.all_to_all(t, H_DIM, d, g, "ulysses_qkv") for t in (q, k, v))
-        o = self.local(q, k, v)
-        return comm.all_to_all(o, d, H_DIM, g, "ulysses_out")
+        if joint is None:
+            return comm.all_to_all(self.local(q, k, v), d, H_DIM, g, "ulysses_out")
+        # Text joins the attended sequence: only where that is what was gathered (full3d: always L).
+        assert d == L_DIM, "joint text needs the attended dim gathered (gather_dim == L)"
+        o, ot = self.local(q, k, v, joint=joint_heads(joint, g))
+        return comm.all_to_all(o, d, H_DIM, g, "ulysses_out"), gather_heads(ot, g, "ulysses_joint_out")
+
+
+def joint_heads(joint, group):
+    """This rank's heads of the replicated text q, k, v (no comm; backward: zero-padded, partial).
+    A None (the last block's text queries) stays None."""
+    return [None if t is None else comm.split(t, H_DIM, group) for t in joint]
+
+
+def gather_heads(ot, group, tag: str):
+    """(B, Ly, H/N, D) -> (B, Ly, H, D) on every rank; backward: reduce-scatter of the partial gradients."""
+    return None if ot is None else comm.gather_from_seq(ot, H_DIM, group, tag)
 
 
 def _check(cfg, shape, dims):
@@ -43,8 +63,9 @@ def _parallelize(model, dims):
 
 def _forward_ops(cfg, shape, dims, b):
     shard = act_bytes(cfg, shape, b) // dims.sp
-    return [Op("ulysses_qkv", "all_to_all", shard, 3 * n_attn(cfg)),
-            Op("ulysses_out", "all_to_all", shard, n_attn(cfg))]
+    n = n_attn(cfg, dims.shard)
+    return [Op("ulysses_qkv", "all_to_all", shard, 3 * n), Op("ulysses_out", "all_to_all", shard, n),
+            Op("ulysses_joint_out", "all_gather", text_bytes(cfg, shape, b), cfg.n_text_out)]
 
 
 METHOD = MethodSpec(

@@ -10,6 +10,9 @@ from dspbench.reports.provenance import status_label
 from dspbench.reports.style import METRIC_STATUSES, label, order
 
 ROW = ["model", "mode", "dtype", "batch", "frames", "spatial", "gpus", "sp"]
+# An `unsupported` record whose reason starts so: the method cannot apply to the model at any shape
+# or degree (DSP on full attention), shown as n/a rather than as a constraint a run missed.
+NOT_APPLICABLE = "not applicable"
 ROW_NAMES = {"model": "model", "mode": "mode", "dtype": "dtype", "batch": "B", "frames": "T",
              "spatial": "S", "gpus": "GPUs", "sp": "SP", "dp": "DP", "source": "numbers",
              "hardware": "hardware", "grad_ckpt": "ckpt", "zero": "ZeRO", "cfg": "CFG",
@@ -31,7 +34,10 @@ def _failures(runs: pd.DataFrame) -> dict[tuple, str]:
     key = ROW + ["source", "method"]
     done = runs["status"].isin(METRIC_STATUSES)
     good = set(runs.loc[done, key].drop_duplicates().itertuples(index=False, name=None))
-    bad = runs.loc[~done, key + ["outcome"]].drop_duplicates().itertuples(index=False, name=None)
+    reason = runs["error"].astype(str) if "error" in runs else pd.Series("", index=runs.index)
+    not_applicable = (runs["status"] == "unsupported") & reason.str.startswith(NOT_APPLICABLE)
+    outcome = runs["outcome"].where(~not_applicable, "n/a")
+    bad = runs.loc[~done, key].assign(outcome=outcome[~done]).drop_duplicates().itertuples(index=False, name=None)
     return {k[:-1]: status_label(k[-1], k[-3]) for k in bad if k[:-1] not in good}
 
 
@@ -74,7 +80,7 @@ def throughput(runs, best, speedups) -> Table:
         data[f"{m}_samples_per_s"], data[f"{m}_n"] = v.to_numpy(), n.to_numpy()
     _add_speedups(data, disp, cfgs, keys, speedups)
     notes = ["samples/s: global throughput, median [min–max] over repeats, or (n=1) for one run; "
-             "oom/unsupported/timeout/error: the run's status (a cost model's: 'predicted oom'); "
+             "oom/unsupported/timeout/error: the run's status (a cost model's: 'predicted oom'); n/a: the method cannot apply to this model (DSP on full 3-D attention); "
              "—: not run. DSP / X: DSP's samples/s over X's on the same row (same key, same source), "
              "[range] pairing the repeats' extremes."]
     return Table("throughput", "Throughput per method and DSP's speed-up", data, disp, notes)

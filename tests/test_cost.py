@@ -194,3 +194,18 @@ def test_calibration_table_wins_for_its_group_size_and_interpolates():
     alpha_beta = 1e-3 * 7 + 2000 * 7 / 8 / 1e9                                     # other group size
     assert op_time(link, "all_to_all", 2000, 8) == pytest.approx(alpha_beta)
     assert op_time(link, "all_gather", 2000, 4) == pytest.approx(1e-3 * 3 + 2000 * 3 / 4 / 1e9)
+
+
+@pytest.mark.parametrize("method", ["ring", "ulysses", "usp", "megatron_sp"])
+def test_cfg_costs_what_a_batch_of_two_costs(method):
+    """Classifier-free guidance is cond + uncond as one batch of 2: the same work, bytes and overlap."""
+    from dspbench.cost.hardware import load_profile
+    from dspbench.cost.predict import predicted_record
+    from dspbench.records.config import RunConfig
+    base = dict(method=method, model="full3d-14b", frames=21, spatial=3600, gpus=16, sp=16, mode="sample",
+                sample_steps=50, dtype="bf16", backend="nccl", shard="S")
+    two = predicted_record(RunConfig(batch=2, **{**base, "sp": 8 if method != "ring" else 16}), load_profile("h100-ib"))
+    cfg = predicted_record(RunConfig(batch=1, cfg=True, **{**base, "sp": 8 if method != "ring" else 16}),
+                           load_profile("h100-ib"))
+    assert cfg["comm_wire_bytes"] == two["comm_wire_bytes"]
+    assert cfg["step_time_median_s"] == pytest.approx(two["step_time_median_s"], rel=1e-9)

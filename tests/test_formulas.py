@@ -7,7 +7,7 @@ from dspbench.models import ModelConfig, Shape
 from fake_tasks import fake_step
 
 NS = [2, 4, 8, 16, 64]
-METHODS = ["dsp", "ulysses", "ulysses_all", "ring", "megatron_sp"]
+METHODS = ["dsp", "ulysses", "ulysses_all", "ring", "megatron_sp", "allgather_kv"]
 
 
 def cfg_for(layout: str, n: int, ckpt: bool = False) -> ModelConfig:
@@ -50,6 +50,7 @@ def test_table3_ratios_in_paper_convention(n):
     assert vol["ulysses_all"] == pytest.approx(8 / n)      # Ulysses in both blocks (paper v1)
     assert vol["ring"] == pytest.approx(2)
     assert vol["megatron_sp"] == pytest.approx(8)
+    assert vol["allgather_kv"] == pytest.approx(2)   # the ring's volume, in one collective
     assert vol["dsp"] / vol["ulysses"] == pytest.approx(1 / 2)
     assert 1 - vol["dsp"] / vol["ulysses_all"] == pytest.approx(0.75)   # the paper's "75% less"
     assert vol["dsp"] / vol["ring"] == pytest.approx(1 / n)

@@ -37,13 +37,16 @@ def why_not(cfg: RunConfig, sp: int, profile: Profile) -> str | None:
 def resolve_sp(cfg: RunConfig, hardware: str | Profile) -> int | str:
     """The minimum SP degree (a divisor of cfg.gpus) for cfg.method that fits, or why none does."""
     profile = hardware if isinstance(hardware, Profile) else load_profile(hardware)
-    reasons = []
+    reasons = {}
     for sp in candidates(cfg.gpus):
         reason = why_not(cfg, sp, profile)
         if reason is None:
             return sp
-        reasons.append(f"sp={sp}: {reason}")
-    return f"no SP degree fits {cfg.method} on {cfg.gpus} x {profile.name}: " + "; ".join(reasons)
+        reasons[sp] = reason
+    if len(set(reasons.values())) == 1:   # no degree matters (DSP not applicable, a missing library): say it once
+        return next(iter(reasons.values()))
+    return f"no SP degree fits {cfg.method} on {cfg.gpus} x {profile.name}: " + "; ".join(
+        f"sp={sp}: {why}" for sp, why in reasons.items())
 
 
 def resolved(cfg: RunConfig, hardware: str | Profile | None) -> tuple[RunConfig, str | None]:

@@ -10,7 +10,9 @@ Activations (train), elements per token per block x hidden x dtype bytes, Korthi
 ("Reducing Activation Recomputation", Table 2) without dropout masks and with flash attention (no
 L^2 scores), plus the adaLN modulate and gate inputs of a DiT block:
 - self-attention 8 (norm in, modulated in, q, k, v, attention out, gate in, residual),
-- cross-attention 5, MLP 3 + 2 * mlp_ratio (norm in, modulated in, fc1 in, GELU in/out, gate in).
+- cross-attention 5, MLP 3 + 2 * mlp_hidden / hidden (norm in, modulated in, fc1 in, GELU in/out,
+  gate in); per block of the layout (stdit: 2 self-attentions; axial3d: 3; full3d: one over T*S,
+  no cross-attention with joint text).
 Every method keeps 1/sp of the tokens' activations (Megatron-SP in Korthikanti's form, where the
 tensor-parallel regions hold 1/sp of the channels). Checkpointing keeps each block's input and one
 block's activations during its recompute. Inference keeps one block's working set.
@@ -30,17 +32,16 @@ IO_ELEMS = 4            # embedder output, final-layer input, their gradients (p
 
 
 def mlp_elems(cfg: ModelConfig) -> float:
-    return 3 + 2 * cfg.mlp_ratio
+    return 3 + 2 * cfg.mlp_hidden / cfg.hidden
 
 
 def block_elems(cfg: ModelConfig) -> float:
-    """Saved activation elements per token per block, in units of hidden."""
-    n_self = 2 if cfg.layout == "stdit" else 1
-    return n_self * SELF_ATTN + CROSS_ATTN + mlp_elems(cfg)
+    """Saved activation elements per token per block (the layout's blocks averaged), in units of hidden."""
+    return (cfg.n_self_attn * SELF_ATTN + cfg.n_cross_attn * CROSS_ATTN) / cfg.n_blocks + mlp_elems(cfg)
 
 
 def n_blocks(cfg: ModelConfig) -> int:
-    return cfg.depth if cfg.layout == "stdit" else 2 * cfg.depth
+    return cfg.n_blocks
 
 
 def param_split(spec, cfg: ModelConfig, sp: int) -> tuple[int, int]:
@@ -68,7 +69,9 @@ def opt_state_bytes(dtype: str, zero: int) -> int:
 
 def activation_bytes(cfg: ModelConfig, shape: Shape, sp: int, dtype: str, mode: str) -> float:
     b, C = dtype_size(dtype), cfg.hidden
-    tokens = shape.batch * shape.tokens / sp
+    # Joint text (full3d): the text stream is replicated, whole on every rank (counted like tokens:
+    # an upper bound, text tokens skip the MLP).
+    tokens = shape.batch * shape.tokens / sp + (shape.batch * cfg.text_len if cfg.joint else 0)
     per_block = block_elems(cfg) * C * b * tokens
     io = IO_ELEMS * C * b * tokens
     if mode != "train":

@@ -60,9 +60,11 @@ def flops_factor(cfg: RunConfig) -> float:
 
 
 def _attn_core_flops(mcfg, shape: Shape, shard: str) -> float:
-    """Forward FLOPs of QK^T and AV in the attentions over the sharded dim (what a ring hop hides)."""
-    L = shape.frames if shard == "T" else shape.spatial
-    return mcfg.depth * 4 * shape.batch * shape.tokens * L * mcfg.hidden
+    """Forward FLOPs of QK^T and AV in the attentions over the sharded dim (what a ring hop hides):
+    each kind whose span holds it (full3d: all T*S tokens, with joint text Ly more keys)."""
+    text = mcfg.text_len if mcfg.joint else 0
+    lengths = [L + text for L, span in zip(mcfg.attn_lengths(shape), mcfg.attn_spans) if shard in span]
+    return mcfg.depth * sum(4 * shape.batch * shape.tokens * L * mcfg.hidden for L in lengths)
 
 
 def predict(cfg: RunConfig, profile: Profile) -> Prediction:
@@ -91,5 +93,7 @@ def predict(cfg: RunConfig, profile: Profile) -> Prediction:
     hidden = 0.0
     ring = sum(v for k, v in comm_s.items() if k.startswith("ring_"))
     if profile.ring_overlap and ring:
-        hidden = profile.ring_overlap * min(ring, _attn_core_flops(mcfg, shape, cfg.shard) * factor / sp / rate)
+        # per sample, as `compute`: factor already counts CFG's second call (shape's batch would count it twice)
+        per_call = Shape(cfg.batch, cfg.frames, cfg.spatial)
+        hidden = profile.ring_overlap * min(ring, _attn_core_flops(mcfg, per_call, cfg.shard) * factor / sp / rate)
     return Prediction(comm_s, wire, compute, optimizer, hidden, mem, profile.usable_bytes)

@@ -16,6 +16,7 @@ from dataclasses import replace
 from importlib.resources import files
 from pathlib import Path
 
+from dspbench.cost import paper_full3d
 from dspbench.cost.autosp import resolved
 from dspbench.cost.consistency import MFU_PUBLISHED_MAX, implied_busbw, implied_mfu, predicted_ratio, verdict
 from dspbench.cost.hardware import load_profile
@@ -127,7 +128,9 @@ def tables(emit=lambda rec: rec) -> dict:
     return {"generated_by": "python -m dspbench.cost.paper", "source": "predicted",
             "profiles": ["h800-nvlink", "h100-ib"], "mfu_published_max": MFU_PUBLISHED_MAX,
             "fig3": f3, "consistency": consistency(), "inference": inference(emit),
-            "scaling": scaling(emit, "stdit-xl") + scaling(emit, "stdit-3b")}
+            "scaling": scaling(emit, "stdit-xl") + scaling(emit, "stdit-3b"),
+            # today's video DiTs (full3d), rendered: bench/cost/paper_full3d.py
+            "full3d_markdown": paper_full3d.training(emit) + [""] + paper_full3d.inference(emit)}
 
 
 def main(argv=None) -> int:
