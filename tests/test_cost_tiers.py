@@ -40,6 +40,13 @@ def test_usp_sub_groups_ulysses_consecutive_ring_strided():
     assert span("send_recv", "sp", d, ranks=2).nodes == 2
 
 
+def test_zero_ops_over_the_whole_world_span_every_rank():
+    d = Dims(sp=2, dp=2)
+    assert members("reduce_scatter", "dp", 4, d) == [0, 1, 2, 3]
+    assert members("reduce_scatter", "dp", 2, d) == [0, 2]
+    assert span("reduce_scatter", "dp", d, ranks=4) == Span(n=4, per_node=2, nodes=2, flows=1, node_ranks=2)
+
+
 def test_a_group_inside_a_node_pays_the_intra_tier_only():
     s = span("all_to_all", "sp", Dims(sp=2, dp=2))
     assert tier_time(EMU, "all_to_all", 4 * MB, s) == op_time(FAST, "all_to_all", 4 * MB, 2)
