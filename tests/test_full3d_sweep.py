@@ -48,14 +48,15 @@ def test_gpu_sweep_plans_wan_shapes_and_every_method():
 
 def test_report_tables_show_not_applicable_apart_from_unsupported():
     import pandas as pd
+    from dspbench.reports.provenance import normalise
     from dspbench.reports.tables import ROW, _failures
-    row = dict(model="full3d-tiny", mode="train", dtype="fp32", batch=1, frames=4, spatial=16, gpus=4)
-    runs = pd.DataFrame([
+    row = dict(model="full3d-tiny", mode="train", dtype="fp32", batch=1, frames=4, spatial=16, gpus=4, sp=4)
+    runs = pd.DataFrame([normalise(r) for r in (
         {**row, "method": "dsp", "status": "unsupported", "error": NOT_APPLICABLE + " (full3d's ...)"},
         {**row, "method": "ulysses", "status": "unsupported", "error": "frames T=6 is not divisible by ..."},
-        {**row, "method": "ring", "status": "ok", "error": None}])
+        {**row, "method": "ring", "status": "ok", "error": None})])
     fails = _failures(runs)
-    key = tuple(row[c] for c in ROW)
+    key = tuple(row[c] for c in ROW) + ("measured",)
     assert fails[key + ("dsp",)] == "n/a" and fails[key + ("ulysses",)] == "unsupported"
     assert key + ("ring",) not in fails
 
@@ -78,8 +79,8 @@ def test_predictions_on_full3d_name_dsp_not_applicable_and_price_every_method():
     # Memory per block: one self-attention, no cross-attention with joint text, Wan's MLP width.
     assert block_elems(get_config("full3d-joint-14b")) == 8 + 3 + 2 * 13824 / 5120
     cfg = RunConfig(method="usp", model="full3d-14b", frames=21, spatial=3600, gpus=16, sp="auto", dtype="bf16",
-                    grad_ckpt=True, backend="nccl", shard="S")
-    assert predicted_record(cfg, prof, 2)["sp"] == 2                # minimum SP that fits at 720p
+                    grad_ckpt=True, backend="nccl", shard="S", zero=2)
+    assert predicted_record(cfg, prof)["sp"] == 2                # minimum SP that fits at 720p
     # --sp auto: not applicable at every degree is said once, as the reason (reports show n/a).
-    dsp = predicted_record(RunConfig(**{**cfg.to_dict(), "method": "dsp"}), prof, 2)
+    dsp = predicted_record(RunConfig(**{**cfg.to_dict(), "method": "dsp"}), prof)
     assert dsp["status"] == "unsupported" and dsp["error"].startswith(NOT_APPLICABLE) and "sp=" not in dsp["error"]
