@@ -14,9 +14,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from . import comm
-from .common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
-from .spec import MethodSpec, Op
+from dspbench.methods import comm
+from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
+from dspbench.methods.spec import MethodSpec, Op
 
 L_DIM = 1   # of q, k, v (B', L, H, D)
 TAG = "allgather_kv"

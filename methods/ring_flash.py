@@ -18,10 +18,10 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import nn
 
-from . import comm, comm_external
-from .common import attentions, shard_divisible, shard_sequence
-from .ring import _backward_ops, _forward_ops
-from .spec import MethodSpec
+from dspbench.methods import comm, comm_external
+from dspbench.methods.common import attentions, shard_divisible, shard_sequence
+from dspbench.methods.ring import _backward_ops, _forward_ops
+from dspbench.methods.spec import MethodSpec
 
 NAME = "ring_flash"
 

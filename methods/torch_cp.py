@@ -19,10 +19,9 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import nn
 
-from . import comm
-from .comm_dtensor import TorchContextParallelAttention, context_parallel_error
-from .common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
-from .spec import MethodSpec, Op
+from dspbench.methods.comm_dtensor import TorchContextParallelAttention, context_parallel_error
+from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
+from dspbench.methods.spec import MethodSpec, Op
 
 NAME = "torch_cp"
 TAGS = {"all_gather": "torch_cp_kv", "send_recv": "torch_cp_dkv", "all_to_all": "torch_cp_a2a"}
