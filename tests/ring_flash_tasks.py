@@ -13,7 +13,7 @@ from dspbench.methods.ring import RingAttention
 from dspbench.methods.ring_flash import RingFlashAttention
 from dspbench.models import Shape, get_config
 from dspbench.models.layers import LocalAttention
-from dspbench.oracle import oracle_errors
+from dspbench.run.oracle import oracle_errors
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
