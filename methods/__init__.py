@@ -7,7 +7,8 @@ from importlib.metadata import entry_points
 from dspbench.methods.dims import Dims, build_dims
 from dspbench.methods.spec import MethodSpec, Op
 
-BUILTIN = ("single", "dsp", "ulysses", "ring", "megatron_sp", "ulysses_deepspeed", "usp", "allgather_kv", "ring_flash", "torch_cp")
+BUILTIN = ("single", "dsp", "ulysses", "ring", "megatron_sp", "ulysses_deepspeed", "usp", "allgather_kv",
+           "ring_flash", "torch_cp")
 ENTRY_POINT_GROUP = "dspbench.methods"
 
 

@@ -23,8 +23,6 @@ from dspbench.methods.comm import _nbytes, _phase, rank, size
 # DTensor's redistribution issues the legacy namespace's ops, its ring handlers the new one's (by
 # name: the namespaces are filled only once torch.distributed is loaded).
 _NAMESPACES = ("_c10d_functional", "c10d_functional")
-
-
 MIN_TORCH = (2, 7)   # torch.distributed.tensor.experimental._context_parallel with its module wrapper
 
 
@@ -51,6 +49,8 @@ class _Recorder(TorchDispatchMode):
         if any(issubclass(t, DTensor) for t in types):
             return NotImplemented
         out = func(*args, **(kwargs or {}))
+        if isinstance(func, torch._ops.HigherOrderOperator):   # no schema name; never a collective
+            return out
         namespace, _, name = func.name().partition("::")
         if namespace not in _NAMESPACES:
             return out
