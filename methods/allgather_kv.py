@@ -8,6 +8,10 @@ partial on every rank (each saw only its queries), is reduce-scattered back to t
 Per layer the volume equals the ring's (2M, paper convention), but in one collective per
 direction instead of N-1 P2P steps, at the price of holding the full K and V on every rank.
 Any head count. Non-causal attention needs no load balancing (Llama 3's zigzag is for causal).
+
+Joint text (full3d, MMDiT): the replicated text K, V join the gathered K, V locally and the text
+queries join the rank's queries; every rank holds all of K and V, so each computes the whole text
+output itself. Nothing more moves.
 """
 from __future__ import annotations
 
@@ -29,11 +33,13 @@ class AllGatherKVAttention(nn.Module):
         super().__init__()
         self.local, self.group = local, group
 
-    def forward(self, q, k, v):
+    def forward(self, q, k, v, joint=None):
         # One buffer: one collective for K and V (one latency), and one reduce-scatter back.
         kv = comm.gather_from_seq(torch.cat([k, v], dim=-1), L_DIM, self.group, TAG)
         k_full, v_full = kv.chunk(2, dim=-1)
-        return self.local(q, k_full, v_full)
+        if joint is None:
+            return self.local(q, k_full, v_full)
+        return self.local(q, k_full, v_full, joint=joint)   # (o, text output, whole on every rank)
 
 
 def _check(cfg, shape, dims):
@@ -49,7 +55,7 @@ def _parallelize(model, dims):
 
 def _forward_ops(cfg, shape, dims, b):
     # nccl-tests size of an all-gather: its output, the full K and V (2M); backward: reduce-scatter.
-    return [Op(TAG, "all_gather", 2 * act_bytes(cfg, shape, b), n_attn(cfg))]
+    return [Op(TAG, "all_gather", 2 * act_bytes(cfg, shape, b), n_attn(cfg, dims.shard))]
 
 
 METHOD = MethodSpec(

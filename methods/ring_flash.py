@@ -57,6 +57,9 @@ class RingFlashAttention(nn.Module):
 
 
 def _check(cfg, shape, dims):
+    if cfg.joint:
+        return (f"{NAME}: ring-flash-attn's ring_flash_attn_func takes no extra keys and values, so joint text "
+                "(full3d text_mode joint) cannot join its attention: use ring, usp or allgather_kv")
     why = import_error()
     if why:
         return (f"{NAME} needs ring-flash-attn with flash-attn (CUDA) and transformers importable "

@@ -33,6 +33,9 @@ class _Local(nn.Module):
 
 
 def _check(cfg, shape, dims):
+    if cfg.joint:
+        return (f"{NAME}: torch's context-parallel SDPA takes no extra keys and values, so joint text "
+                "(full3d text_mode joint) cannot join its attention: use ring, usp or allgather_kv")
     why = context_parallel_error()
     if why:
         return f"{NAME} needs torch.distributed.tensor.experimental's context parallel (torch >= 2.7): {why}"
@@ -55,13 +58,13 @@ def _parallelize(model, dims):
 
 def _forward_ops(cfg, shape, dims, b):
     # nccl-tests size of an all-gather is its output: the full K and V, 2M per attention.
-    return [Op(TAGS["all_gather"], "all_gather", 2 * act_bytes(cfg, shape, b), n_attn(cfg))]
+    return [Op(TAGS["all_gather"], "all_gather", 2 * act_bytes(cfg, shape, b), n_attn(cfg, dims.shard))]
 
 
 def _backward_ops(cfg, shape, dims, b):
     dkv = 2 * act_bytes(cfg, shape, 4) // dims.sp    # this rank's dK, dV accumulators, fp32
-    return [Op(TAGS["all_gather"], "all_gather", 2 * act_bytes(cfg, shape, b), n_attn(cfg)),
-            Op(TAGS["send_recv"], "send_recv", dkv, dims.sp * n_attn(cfg))]
+    return [Op(TAGS["all_gather"], "all_gather", 2 * act_bytes(cfg, shape, b), n_attn(cfg, dims.shard)),
+            Op(TAGS["send_recv"], "send_recv", dkv, dims.sp * n_attn(cfg, dims.shard))]
 
 
 METHOD = MethodSpec(

@@ -1,7 +1,7 @@
 """Rank-side tasks of the oracle tests: a method against the single-device model, same weights."""
 from __future__ import annotations
 
-from dspbench.methods import build_dims, get_method
+from dspbench.methods import build_dims, comm, get_method
 from dspbench.models import Shape, get_config
 from dspbench.run.oracle import oracle_errors
 
@@ -15,14 +15,19 @@ def dims_for(sp: int, shard: str = "T"):
     return _DIMS[(sp, shard)]
 
 
-def oracle_case(method: str, model: str, shape: tuple, sp: int, shard: str = "T", ckpt: bool = False, **over):
+def oracle_case(method: str, model: str, shape: tuple, sp: int, shard: str = "T", ckpt: bool = False,
+                a2a: str = "single", **over):
     cfg = get_config(model, grad_ckpt=ckpt, **over)
     shape = Shape(*shape)
     spec, dims = get_method(method), dims_for(sp, shard)
     reason = spec.check(cfg, shape, dims)
     if reason:
         return {"unsupported": reason}
-    return oracle_errors(spec, cfg, shape, dims, seed=0)
+    prev = comm.set_a2a_style(a2a)   # the pool's ranks outlive the test: put the default back
+    try:
+        return oracle_errors(spec, cfg, shape, dims, seed=0)
+    finally:
+        comm.set_a2a_style(prev)
 
 
 # Tolerance: fp32 with reordered sums (ring's log-sum-exp merge, tensor-parallel partial sums) is

@@ -31,6 +31,22 @@ def test_every_collective_records_one_event_per_direction(rank_pool, world):
     assert wire == payload * (world - 1) // world
 
 
+@pytest.mark.parametrize("dims", [(2, 1), (1, 3)])
+@pytest.mark.parametrize("world", [2, 4])
+def test_list_style_all_to_all_equals_single(rank_pool, world, dims):
+    # --a2a list (the reference code's tensor_split + list all_to_all + cat): same values, same ledger.
+    for r in rank_pool(world).run(ct.a2a_styles_case, *dims):
+        assert r["equal"]
+        single, listed = r["events"]
+        assert single == listed and [e[:2] for e in single] == [("all_to_all", "fwd"), ("all_to_all", "bwd")]
+
+
+def test_unknown_a2a_style_is_rejected():
+    from dspbench.methods import comm
+    with pytest.raises(ValueError, match="a2a style must be one of"):
+        comm.set_a2a_style("ring")
+
+
 def test_world_size_one_records_nothing():
     import torch
     from dspbench.methods import comm

@@ -12,7 +12,8 @@ pytestmark = pytest.mark.gloo
 
 
 @pytest.mark.parametrize("world,model,shape,shard", [(2, "stdit-tiny", (1, 4, 16), "T"),
-                                                     (4, "stdit3-tiny", (2, 4, 16), "S")])
+                                                     (4, "stdit3-tiny", (2, 4, 16), "S"),
+                                                     (2, "full3d-tiny", (1, 4, 16), "T")])
 def test_forward_equals_oracle_and_moves_the_formulas_and_the_rings_bytes(rank_pool, world, model, shape, shard):
     cfg, n = get_config(model), world
     ring = get_method("ring").comm_bytes(cfg, Shape(*shape), Dims(sp=n, shard=shard), mode="infer")
