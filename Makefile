@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= dev
 PY := $(VENV)/bin/python
 
-.PHONY: venv demo test test-fast bench clean
+.PHONY: venv demo test test-fast bench bench-compare clean
 
 # setuptools prints a banner on every editable install; it says nothing about this project.
 PIP := PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q --disable-pip-version-check
@@ -38,9 +38,17 @@ test: venv
 test-fast: venv
 	$(PY) -m pytest -q -m "not slurm and not deepspeed" -x
 
+BENCH_STORE := results/benchmarks
+
 bench: venv
-	@echo "make bench: the DSP switch micro-benchmark at 4, 16, 64 MiB per rank"
-	@$(VENV)/bin/dspbench bench-switch --world 4 --sizes-mib 4 16 64
+	@echo "make bench: the micro-benchmarks (tests/test_benchmarks.py) timed, saved under $(BENCH_STORE)/"
+	@$(PY) -m pytest -q -p no:cacheprovider tests/test_benchmarks.py --benchmark-enable --timeout 1800 \
+		--benchmark-storage=file://$(BENCH_STORE) --benchmark-autosave --benchmark-columns=median,iqr,rounds
+
+bench-compare: venv
+	@runs=$$(ls $(BENCH_STORE)/*/*.json 2>/dev/null | sort | tail -2); \
+	if [ $$(echo "$$runs" | grep -c json) -lt 2 ]; then echo "make bench-compare: needs two saved runs in $(BENCH_STORE) (run make bench twice)"; exit 2; fi; \
+	$(VENV)/bin/pytest-benchmark compare $$runs --group-by name --columns median,iqr,rounds
 
 clean:
 	rm -rf $(VENV) build *.egg-info

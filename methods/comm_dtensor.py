@@ -23,21 +23,18 @@ from dspbench.methods.comm import _nbytes, _phase, rank, size
 # DTensor's redistribution issues the legacy namespace's ops, its ring handlers the new one's (by
 # name: the namespaces are filled only once torch.distributed is loaded).
 _NAMESPACES = ("_c10d_functional", "c10d_functional")
-
-
-# Imported with the module (seconds), so forked ranks inherit it instead of each paying for it.
-try:
-    from torch.distributed.device_mesh import DeviceMesh
-    from torch.distributed.tensor import DTensor
-    from torch.distributed.tensor.experimental import _context_parallel as cp
-    _IMPORT_ERROR = None
-except Exception as e:  # noqa: BLE001 - an older torch, or one built without distributed
-    _IMPORT_ERROR = f"{type(e).__name__}: {e}"
+MIN_TORCH = (2, 7)   # torch.distributed.tensor.experimental._context_parallel with its module wrapper
 
 
 def context_parallel_error() -> str | None:
-    """Why torch's context parallel cannot be imported here, or None."""
-    return _IMPORT_ERROR
+    """Why torch's context parallel is missing here, or None; without importing it (DTensor's import
+    takes seconds, and `check` runs before any rank starts)."""
+    version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+    if version < MIN_TORCH:
+        return f"torch {torch.__version__} < {'.'.join(map(str, MIN_TORCH))}"
+    if not torch.distributed.is_available():
+        return "this torch is built without torch.distributed"
+    return None
 
 
 class _Recorder(TorchDispatchMode):
@@ -48,9 +45,12 @@ class _Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         # Modes run before tensor subclasses: step aside for DTensor ops, so DTensor desugars them
         # into plain ops and collectives, which come back here (as CommDebugMode does).
+        from torch.distributed.tensor import DTensor
         if any(issubclass(t, DTensor) for t in types):
             return NotImplemented
         out = func(*args, **(kwargs or {}))
+        if isinstance(func, torch._ops.HigherOrderOperator):   # no schema name; never a collective
+            return out
         namespace, _, name = func.name().partition("::")
         if namespace not in _NAMESPACES:
             return out
@@ -109,6 +109,8 @@ class TorchContextParallelAttention(nn.Module):
 
     def _build(self, device_type: str) -> None:
         """The mesh needs the device type: built at the first call, where the tensors are."""
+        from torch.distributed.device_mesh import DeviceMesh
+        from torch.distributed.tensor.experimental import _context_parallel as cp
         cp._cp_options.enable_load_balance = False     # its backward refuses load balance without causal
         cp._enable_context_parallel_dispatcher()        # DTensor SDPA -> CP's ring handlers (CUDA kernels)
         mesh = DeviceMesh.from_group(self.group, device_type)

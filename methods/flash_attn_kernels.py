@@ -8,8 +8,8 @@ if it does not import), `torch` (never). flash-attn's private `_flash_attn_forwa
 changed their signatures across 2.x releases (window_size as a pair or as two ints, softcap, the
 number of returned tensors); the call is built from the installed function's signature, and a
 signature with an argument this adapter cannot fill turns flash-attn off with one warning rather
-than failing mid-run. dspbench never calls ring-flash-attention's own ring functions: they send
-K/V through torch.distributed directly, past the comm layer's ledger.
+than failing mid-run. ring-flash-attention's own ring is the separate method `ring_flash`
+(methods/ring_flash.py), its traffic recorded by methods/comm_external.py.
 """
 from __future__ import annotations
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import nn
 
-from dspbench.methods import comm
 from dspbench.methods.comm_dtensor import TorchContextParallelAttention, context_parallel_error
 from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
 from dspbench.methods.spec import MethodSpec, Op

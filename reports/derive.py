@@ -144,11 +144,13 @@ def scaling(b: pd.DataFrame) -> pd.DataFrame:
                      efficiency=d["tokens_per_s_per_gpu"] / g["tokens_per_s_per_gpu"].transform("first"),
                      _n=g["gpus"].transform("nunique"), _t=g["frames"].transform("first"))
         s = s[s["_n"] >= 2]
+        if s.empty:   # assigning a Series to an empty frame would adopt its index: rows of NaN
+            continue
         sp = s["spatial"].astype(int).astype(str)
         s["series"] = ctx + ("T=" + s["_t"].astype(int).astype(str) + " S=" + sp if kind == "strong" else
                              s["tokens_per_gpu"].astype(int).astype(str) + " tokens/GPU, S=" + sp)
         out.append(s.drop(columns=["_n", "_t"]))
-    res = pd.concat(out, ignore_index=True)
+    res = pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=cols)
     return res if not res.empty else pd.DataFrame(columns=cols)
 
 

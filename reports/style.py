@@ -43,7 +43,7 @@ PAPER_TABLE3 = {
     "ulysses_all": ("8M/N", lambda n: 8 / n), "ulysses_deepspeed": ("4M/N", lambda n: 4 / n), "ring": ("2M", lambda n: 2.0),
     "megatron_sp": ("8M", lambda n: 8.0),
     # not in the paper: the same convention (whole tensors moved per device) for the newer methods
-    "allgather_kv": ("2M", lambda n: 2.0), "ring_flash": ("2M", lambda n: 2.0),
+    "allgather_kv": ("2M", lambda n: 2.0), "ring_flash": ("2M", lambda n: 2.0), "torch_cp": ("2M", lambda n: 2.0),
 }
 _GREYS = ("#4D4D4D", "#999999", "#B3B3B3", "#333333", "#666666")
 METRIC_STATUSES = ("ok", "predicted")   # records that carry timings (predicted: cost model)

@@ -23,6 +23,7 @@ def _warm_imports() -> None:
     import dspbench.methods.ring_flash  # noqa: F401
     import dspbench.methods.dsp_hybrid  # noqa: F401
     import dspbench.methods.torch_cp  # noqa: F401
+    import torch.distributed.tensor.experimental._context_parallel  # noqa: F401 - torch_cp's, seconds
 
 
 @pytest.fixture(scope="session")

@@ -63,28 +63,16 @@ def low_precision_case(method: str, model: str, shape: tuple, sp: int, dtype_nam
 
 
 def infer_case(method: str, model: str, shape: tuple, sp: int, shard: str = "T") -> dict:
-    """Forward only (no autograd), fp32: output error against the unsharded model, and the ledger
-    beside the infer formula, for methods whose backward cannot run here (torch_cp on CPU)."""
-    import copy
-
-    import torch
-    from dspbench.methods.ledger import Ledger
-    from dspbench.models import build_model, make_inputs
+    """Forward only, fp32 (oracle_errors(backward=False), what `run --check` does for a method that
+    cannot train here): output error, and the ledger beside the infer formula."""
+    from dspbench.run.oracle import within_tolerance
     cfg, shape = get_config(model), Shape(*shape)
     spec, dims = get_method(method), dims_for(sp, shard)
     reason = spec.check(cfg, shape, dims)
     if reason:
         return {"unsupported": reason}
-    torch.manual_seed(0)
-    ref = build_model(cfg)
-    par = spec.parallelize(copy.deepcopy(ref), dims)
-    x, t, y, _ = make_inputs(cfg, shape, seed=1)
-    with torch.no_grad():
-        out_r = ref(x, t, y)
-        with Ledger() as led:
-            out_p = par(x, t, y)
-    return {"output": (out_p - out_r).abs().max().item(), "output_scale": out_r.abs().max().item(),
-            "ledger": led.totals(), "formula": spec.comm_bytes(cfg, shape, dims, torch.float32, "infer")}
+    errs = oracle_errors(spec, cfg, shape, dims, seed=0, backward=False)
+    return {**errs, "within_tolerance": within_tolerance(errs, "fp32")}
 
 
 def train_error(method: str, model: str, shape: tuple, sp: int) -> str:

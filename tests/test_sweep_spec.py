@@ -103,7 +103,7 @@ def test_unknown_sweep_name_lists_the_shipped_ones():
 
 # ---------------------------------------------------------------- expansion
 @pytest.mark.parametrize("name, points", [
-    ("cpu_smoke", 11),             # single on 1 rank + 5 SP methods x SP 2, 4
+    ("cpu_smoke", 19),             # single on 1 rank + 7 SP methods x SP 2, 4 + (dsp, torch_cp) infer x SP 2, 4
     ("paper_v1_fig3", 108),        # (6 methods + 3 with a2a = list) x SP 2/4/8 x 4 (T, S)
     ("paper_icml_scaling", 40),    # 5 methods x (4 weak + 5 strong), the 64-GPU point shared
     ("paper_inference", 21),       # (single + 6 methods on 8 GPUs) x 3 repeats

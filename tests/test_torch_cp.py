@@ -20,6 +20,7 @@ def test_forward_equals_oracle_and_moves_the_formulas_and_the_rings_bytes(rank_p
     for r in rank_pool(world).run(ot.infer_case, "torch_cp", model, shape, world, shard):
         assert "unsupported" not in r, r
         assert r["output"] <= ot.RTOL * max(1.0, r["output_scale"]), r["output"]
+        assert r["grads"] is None and r["within_tolerance"]     # forward only, as `run --check` in infer
         assert r["ledger"] == r["formula"], (r["ledger"], r["formula"])
         # all-gathers of K and V vs N-1 ring steps of them: the same bytes per layer (2M)
         assert paper_per_layer(r["ledger"], n, cfg.depth) == paper_per_layer(ring, n, cfg.depth)

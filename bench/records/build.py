@@ -64,7 +64,9 @@ def unsupported_reason(cfg: RunConfig) -> str | None:
         import torch
         if torch.cuda.device_count() < cfg.gpus:
             return f"nccl needs {cfg.gpus} CUDA devices here, found {torch.cuda.device_count()}"
-    return spec.check(mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial), Dims(sp=sp, dp=cfg.gpus // sp, shard=cfg.shard))
+    reason = spec.check(mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial), Dims(sp=sp, dp=cfg.gpus // sp, shard=cfg.shard))
+    # a library's precision/mode/backend limits (ring_flash, torch_cp); at sp 1 no library runs
+    return reason or (spec.check_run(cfg.dtype, cfg.mode, cfg.backend) if sp > 1 else None)
 
 
 def model_facts(cfg: RunConfig) -> dict:

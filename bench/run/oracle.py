@@ -36,14 +36,18 @@ def check_shape(cfg: ModelConfig, shape: Shape, sp: int) -> tuple[ModelConfig, S
 
 
 def oracle_errors(spec, cfg: ModelConfig, shape: Shape, dims, seed: int = 0,
-                  device: torch.device = torch.device("cpu"), dtype=torch.float32, ref_dtype=None) -> dict:
+                  device: torch.device = torch.device("cpu"), dtype=torch.float32, ref_dtype=None,
+                  backward: bool = True) -> dict:
     """Max abs errors of the parallel model (in `dtype`) against the single-device model (in
-    `ref_dtype`, default the same dtype): same weights (the reference's, cast), same full input."""
+    `ref_dtype`, default the same dtype): same weights (the reference's, cast), same full input.
+    `backward=False`: the output alone (gradient errors None), for a method that cannot train here."""
     ref_dtype = ref_dtype or dtype
     torch.manual_seed(seed)
     ref = build_model(cfg).to(device=device, dtype=ref_dtype)
     par = spec.parallelize(copy.deepcopy(ref).to(dtype), dims)
     x, t, y, target = make_inputs(cfg, shape, seed=seed + 1, dtype=ref_dtype, device=device)
+    if not backward:
+        return _forward_errors(spec, cfg, shape, dims, ref, par, (x, t, y), dtype)
 
     xr = x.clone().requires_grad_()
     out_r = ref(xr, t, y)
@@ -68,6 +72,17 @@ def oracle_errors(spec, cfg: ModelConfig, shape: Shape, dims, seed: int = 0,
     }
 
 
+@torch.no_grad()
+def _forward_errors(spec, cfg, shape, dims, ref, par, inputs, dtype) -> dict:
+    x, t, y = inputs
+    out_r = ref(x, t, y)
+    with Ledger() as led:
+        out_p = par(x.to(dtype), t.to(dtype), y.to(dtype))
+    return {"output": (out_p.float() - out_r.float()).abs().max().item(), "output_scale": out_r.abs().max().item(),
+            "grads": None, "worst_param": None, "input_grad": None, "grad_scale": None,
+            "ledger": led.totals(), "formula": spec.comm_bytes(cfg, shape, replace(dims, dp=1), dtype, "infer")}
+
+
 def _param_grad_error(ref, par) -> tuple[float, str | None]:
     ref_params = dict(ref.named_parameters())
     err, worst = 0.0, None
@@ -84,5 +99,7 @@ def _param_grad_error(ref, par) -> tuple[float, str | None]:
 def within_tolerance(errs: dict, dtype: str) -> bool:
     """fp32: a few ulps of the largest value (reordered sums); low precision: a loose relative bound."""
     rtol = {"fp32": 1e-5, "bf16": 5e-2, "fp16": 1e-2}[dtype]
+    if errs["grads"] is None:   # forward only (oracle_errors(backward=False))
+        return errs["output"] <= rtol * max(1.0, errs["output_scale"])
     return (errs["output"] <= rtol * max(1.0, errs["output_scale"])
             and max(errs["grads"], errs["input_grad"]) <= rtol * max(1.0, errs["grad_scale"]))

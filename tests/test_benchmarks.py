@@ -1,0 +1,119 @@
+"""Micro-benchmarks on pytest-benchmark: `make bench` runs them timed (JSON under results/benchmarks),
+`make bench-compare` compares the last two saved runs; `make test` runs each once, untimed
+(pyproject's addopts say --benchmark-disable), so they cannot rot.
+
+Single-process ones (attention kernels, the ledger's cost per event, `predict`, `report`) are
+timed by the fixture. The switch is timed inside its gloo ranks (bench/micro/switch.py: barrier,
+per-op timers, slowest rank per iteration, rounds paired): the fixture's pedantic mode runs it once
+and times the whole run (spawn included, not the number to read); the per-variant medians and the
+ratios go to `extra_info`, which the saved JSON keeps.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from dspbench.methods import attn_kernels
+from dspbench.methods.ledger import Ledger, record
+
+pytestmark = pytest.mark.benchmark
+
+
+def _enabled(benchmark) -> bool:
+    return not benchmark.disabled
+
+
+# ---------------------------------------------------------------- the DSP switch (multi-rank)
+def test_switch_against_raw_a2a_plus_copy_and_the_reference(benchmark):
+    from dspbench.micro import switch
+    # timed: 4, 16, 64 MiB per rank as the issue asks; untimed (CI): one small size, one round
+    kw = (dict(sizes_mib=(4, 16, 64), repeats=7, iters=5, warmup=2) if _enabled(benchmark)
+          else dict(sizes_mib=(0.25,), repeats=1, iters=1, warmup=0, frames=8, hidden=64))
+    res = benchmark.pedantic(switch.run, kwargs=dict(world=4, **kw), rounds=1, iterations=1)
+    for size in res["sizes"]:
+        assert size["verify"]["a_equals_b"], size["verify"]
+        mib = size["payload_mib"]
+        for v in switch.VARIANTS:
+            benchmark.extra_info[f"{mib:g}MiB.{v}.median_s"] = size["variants_s"][v]["median"]
+        for r in ("a/b", "a/(c+d)"):
+            s = size["ratios"][r]
+            benchmark.extra_info[f"{mib:g}MiB.{r}"] = [s["median"], s["p10"], s["p90"]]
+    benchmark.extra_info["source"] = "measured inside 4 gloo ranks on this machine (bench/micro/switch.py)"
+
+
+# ---------------------------------------------------------------- attention kernels
+KERNELS = {
+    "torch_cpu_flash": lambda q, k, v, s: attn_kernels.block_forward(q, k, v, s),
+    "fp32_reference": lambda q, k, v, s: attn_kernels._reference_forward(q, k, v, s),
+    "sdpa": lambda q, k, v, s: torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=s),
+}
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("impl", sorted(KERNELS))
+def test_attention_kernel_forward_and_backward(benchmark, impl, dtype):
+    torch.set_num_threads(1)
+    length = 512 if _enabled(benchmark) else 32
+    g = torch.Generator().manual_seed(0)
+    dt = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    q, k, v = (torch.randn(1, 4, length, 32, generator=g).to(dt).requires_grad_() for _ in range(3))
+
+    def step():
+        out = KERNELS[impl](q, k, v, 32 ** -0.5)
+        out = out[0] if isinstance(out, tuple) else out
+        out.float().sum().backward()
+        return out
+
+    out = benchmark(step)
+    assert out.shape == q.shape and torch.isfinite(out.float()).all()
+    benchmark.extra_info["shape_BHLD"] = [1, 4, length, 32]
+
+
+# ---------------------------------------------------------------- the ledger, predict, report
+def test_ledger_cost_per_event(benchmark):
+    events = 1000
+
+    def run():
+        with Ledger() as led:
+            for _ in range(events):
+                record("all_to_all", "fwd", 4, 1 << 20, "bench")
+        return led
+
+    led = benchmark(run)
+    assert len(led.events) == events and led.wire_total == events * (3 << 18)
+    benchmark.extra_info["events_per_round"] = events
+
+
+PREDICT_CASES = [("dsp", "stdit-xl", 8), ("ulysses", "stdit-xl", 8), ("ring", "stdit3-xl", 16),
+                 ("allgather_kv", "stdit-xl", 8), ("megatron_sp", "stdit-xl", 8)]
+
+
+@pytest.mark.parametrize("method,model,gpus", PREDICT_CASES, ids=lambda c: str(c))
+def test_predict_per_configuration(benchmark, method, model, gpus):
+    from dspbench.cost.hardware import load_profile
+    from dspbench.cost.model import predict
+    from dspbench.records.config import RunConfig
+    cfg = RunConfig(method=method, model=model, gpus=gpus, sp=gpus, frames=64, spatial=1024, dtype="bf16",
+                    backend="nccl")
+    profile = load_profile("h100-ib")
+    pred = benchmark(predict, cfg, profile)
+    assert pred is not None
+
+
+def test_report_on_synthetic_records(benchmark, tmp_path):
+    from dspbench.micro.synth_records import sweep_records
+    from dspbench.reports.report import build_report
+    n = 10_000 if _enabled(benchmark) else 60
+    root = tmp_path / "bench-sweep"
+    (root / "jobs").mkdir(parents=True)
+    recs = sweep_records(n)
+    for i in range(0, n, 500):     # 500 records per job file, as from a job array
+        lines = "".join(json.dumps(r, sort_keys=True) + "\n" for r in recs[i:i + 500])
+        (root / "jobs" / f"job-{i // 500:03d}.jsonl").write_text(lines)
+    page = benchmark.pedantic(build_report, args=(root,), rounds=1 if not _enabled(benchmark) else 3,
+                              iterations=1)
+    assert page.exists()
+    benchmark.extra_info["records"] = n
+    benchmark.extra_info["source"] = "synthetic records (dspbench.micro.synth_records)"
