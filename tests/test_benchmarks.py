@@ -114,6 +114,7 @@ def test_report_on_synthetic_records(benchmark, tmp_path):
         (root / "jobs" / f"job-{i // 500:03d}.jsonl").write_text(lines)
     page = benchmark.pedantic(build_report, args=(root,), rounds=1 if not _enabled(benchmark) else 3,
                               iterations=1)
-    assert page.exists()
+    html = page.read_text()
+    assert 'id="headline"' in html and "Synthetic data" in html   # the report's first screen, marked synthetic
     benchmark.extra_info["records"] = n
     benchmark.extra_info["source"] = "synthetic records (dspbench.micro.synth_records)"
