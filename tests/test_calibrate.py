@@ -7,7 +7,7 @@ import pytest
 
 from dspbench.calibrate.profile import fit, table
 from dspbench.calibrate.command import parse_size
-from dspbench.cost.comm import steps
+from dspbench.cost.tiers import steps
 from dspbench.cost.hardware import dumps, from_dict, load_profile
 
 OPS = ("all_to_all", "all_gather", "reduce_scatter", "all_reduce", "send_recv")

@@ -8,7 +8,8 @@ import pytest
 
 from dspbench.cost.autosp import resolve_sp, resolved
 from dspbench.records.config import RunConfig
-from dspbench.cost.comm import group_link, op_time
+from dspbench.cost.comm import group_link
+from dspbench.cost.tiers import op_time
 from dspbench.cost.model import predict
 from dspbench.cost.hardware import Link, available_profiles, load_profile
 from dspbench.methods import Dims
@@ -183,7 +184,7 @@ def test_predicted_oom_and_unsupported_records():
 
 
 def test_calibration_table_wins_for_its_group_size_and_interpolates():
-    from dspbench.cost.comm import op_time
+    from dspbench.cost.tiers import op_time
     from dspbench.cost.hardware import Link
     link = Link(alpha_s=1e-3, bw_GBps=1.0, ranks=4,
                 time_s_op={"all_to_all": [[1000, 0.010], [3000, 0.030], [2000, 0.015]]})

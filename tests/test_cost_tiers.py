@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from dspbench.records.config import RunConfig
-from dspbench.cost.comm import op_time
+from dspbench.cost.tiers import op_time
 from dspbench.cost.model import predict
 from dspbench.cost.tiers import Span, members, span_of, tier_time
 from dspbench.cost.hardware import Link, Profile, load_profile

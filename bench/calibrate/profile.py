@@ -13,7 +13,7 @@ import copy
 import socket
 from datetime import datetime, timezone
 
-from dspbench.cost.comm import steps
+from dspbench.cost.tiers import steps
 from dspbench.cost.hardware import load_profile
 
 

@@ -19,14 +19,9 @@ from __future__ import annotations
 from collections import defaultdict
 
 from dspbench.cost.hardware import Link, Profile
+from dspbench.cost.tiers import members, span_of, tier_time, wire_bytes
 from dspbench.methods.dims import Dims
-from dspbench.methods.ledger import BUS_FACTOR, key
-
-
-def steps(op: str, n: int) -> int:
-    if op == "send_recv":
-        return 1
-    return 2 * (n - 1) if op == "all_reduce" else n - 1
+from dspbench.methods.ledger import key
 
 
 def group_link(profile: Profile, dims: Dims, group: str) -> Link:
@@ -37,24 +32,9 @@ def group_link(profile: Profile, dims: Dims, group: str) -> Link:
     return profile.intra if dims.world <= g else profile.inter
 
 
-def wire_bytes(op: str, payload: float, n: int) -> float:
-    """The ledger's wire bytes (S * BUS_FACTOR), as a float: predicted payloads need not divide by n."""
-    return payload * BUS_FACTOR[op](n)
-
-
-def op_time(link: Link, op: str, payload: int, n: int) -> float:
-    """Seconds of one call (n > 1): the calibration table where it was measured with n ranks,
-    else alpha-beta on the ledger's wire bytes."""
-    measured = link.measured_time(op, payload, n)
-    if measured is not None:
-        return measured
-    return link.alpha(op) * steps(op, n) + wire_bytes(op, payload, n) / link.busbw(op)
-
-
 def plan_times(profile: Profile, plan, dims: Dims) -> dict[str, float]:
     """{'tag/op.phase': seconds per step} for a method's plan [(phase, Op)] (methods/spec.py), each
     call priced by the tiers its group (or USP sub-group) crosses (bench/cost/tiers.py)."""
-    from dspbench.cost.tiers import members, span_of, tier_time
     out: dict[str, float] = defaultdict(float)
     for phase, o in plan:
         n = o.group_size(dims)   # a sub-group's (USP's) or the whole SP/DP group's

@@ -60,15 +60,29 @@ def _alpha_beta(link: Link, op: str, wire: float, steps: int, share: float = 1.0
     return link.alpha(op) * steps + wire * share / link.busbw(op)
 
 
-def _steps(op: str, n: int) -> int:
+# ---------------------------------------------------------------- one call on one link
+def steps(op: str, n: int) -> int:
     if op == "send_recv":
         return 1
     return 2 * (n - 1) if op == "all_reduce" else n - 1
 
 
+def wire_bytes(op: str, payload: float, n: int) -> float:
+    """The ledger's wire bytes (S * BUS_FACTOR), as a float: predicted payloads need not divide by n."""
+    return payload * BUS_FACTOR[op](n)
+
+
+def op_time(link: Link, op: str, payload: int, n: int) -> float:
+    """Seconds of one call (n > 1): the calibration table where it was measured with n ranks,
+    else alpha-beta on the ledger's wire bytes."""
+    measured = link.measured_time(op, payload, n)
+    if measured is not None:
+        return measured
+    return link.alpha(op) * steps(op, n) + wire_bytes(op, payload, n) / link.busbw(op)
+
+
 def tier_time(profile: Profile, op: str, payload: float, s: Span) -> float:
     """Seconds of one call of `op` (nccl-tests size `payload`) in a group of span `s`."""
-    from dspbench.cost.comm import op_time
     if s.nodes == 1:
         return op_time(profile.intra, op, payload, s.n)
     measured = profile.span.measured_time(op, payload, s.n) if profile.span.per_node == s.per_node else None
@@ -86,5 +100,5 @@ def tier_time(profile: Profile, op: str, payload: float, s: Span) -> float:
     if s.per_node == 1:
         return op_time(profile.inter, op, payload * share, s.n)
     wire = payload * BUS_FACTOR[op](s.n)
-    inter = _alpha_beta(profile.inter, op, wire, _steps(op, s.n), share)
-    return max(inter, _alpha_beta(profile.intra, op, wire, _steps(op, s.n)))
+    inter = _alpha_beta(profile.inter, op, wire, steps(op, s.n), share)
+    return max(inter, _alpha_beta(profile.intra, op, wire, steps(op, s.n)))
