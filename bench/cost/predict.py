@@ -88,12 +88,13 @@ def cmd_predict(args) -> int:
     rec = predicted_record(config_from_args(args), load_profile(args.hardware), args.zero)
     path = Path(args.records_file) if args.records_file else default_records_file(args.out)
     append_record(path, rec)
-    if args.json:
+    if args.json:   # stdout is exactly one JSON document (json.load works); the RESULT line goes to stderr
         print(json.dumps(rec, sort_keys=True, default=str))
+        print(result_line(rec), file=sys.stderr)
     else:
         print(summary(rec))
         print(f"record appended to {path}", file=sys.stderr)
-    print(result_line(rec))
+        print(result_line(rec))
     return {"predicted": 0, "unsupported": 3}.get(rec["status"], 1)
 
 
