@@ -25,6 +25,7 @@ def add_calibrate_args(p: argparse.ArgumentParser) -> None:
     c.add_argument("--ops", default=",".join(OPS), help="comma-separated subset of " + ", ".join(OPS))
     c.add_argument("--iters", type=int, default=5, help="timed iterations per size")
     c.add_argument("--warmup", type=int, default=1)
+    c.add_argument("--overlap-repeats", type=int, default=3, help="ring-overlap probes (their spread is recorded)")
     m = p.add_argument_group("compute (one block forward+backward at this rank's shard of the shape)")
     m.add_argument("--model", default="stdit-tiny")
     m.add_argument("--frames", type=int, default=16)
@@ -32,7 +33,10 @@ def add_calibrate_args(p: argparse.ArgumentParser) -> None:
     m.add_argument("--batch", type=int, default=1)
     m.add_argument("--sp", type=int, default=0, help="shard T by this degree for the compute shape (0: --gpus)")
     m.add_argument("--dtype", choices=DTYPES, default="fp32")
-    m.add_argument("--compute-iters", type=int, default=3)
+    m.add_argument("--compute-iters", type=int, default=5, help="timed compute steps (their spread is recorded)")
+    m.add_argument("--gemm-widths", default="",
+                   help="comma-separated hidden widths C: forward+backward GEMM FLOP/s of a block's linears at C "
+                        "and split C/n for every n dividing the world (tensor-parallel widths; bench/calibrate/gemm.py)")
     m.add_argument("--depth", type=int, default=0,
                    help="blocks in the benchmarked model (0: the model's; 1: one block, e.g. STDiT-XL at paper "
                         "shapes on one GPU); FLOP/s is per analytic FLOP of that depth")
@@ -42,6 +46,9 @@ def add_calibrate_args(p: argparse.ArgumentParser) -> None:
                    help="datasheet profile the measured values replace (needed with one rank: no collectives)")
     o.add_argument("--output", default=None, help="profile TOML path (default results/profiles/<name>.toml)")
     o.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    o.add_argument("--force", action="store_true",
+                   help="write the profile even when its measurements spread too much to predict with "
+                        "(bench/calibrate/quality.py MAX_SPREAD); the spread is stored either way")
 
 
 def cmd_calibrate(args) -> int:

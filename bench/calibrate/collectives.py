@@ -23,8 +23,8 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
-def _timed(fn, iters: int, warmup: int) -> float:
-    """Median over iterations of the slowest rank's time of fn()."""
+def _samples(fn, iters: int, warmup: int) -> list[float]:
+    """The slowest rank's time of fn(), once per iteration (the spread is the calibration's quality)."""
     for _ in range(warmup):
         fn()
     times = []
@@ -36,7 +36,12 @@ def _timed(fn, iters: int, warmup: int) -> float:
         _sync()
         dt = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
         times.append(float(comm.all_reduce_max_(dt, None)[0]))
-    return statistics.median(times)
+    return times
+
+
+def _timed(fn, iters: int, warmup: int) -> float:
+    """Median over iterations of the slowest rank's time of fn()."""
+    return statistics.median(_samples(fn, iters, warmup))
 
 
 def _collective(op: str, size: int, n: int, device):
@@ -68,9 +73,10 @@ def bench_collectives(ops, sizes, iters: int, warmup: int, device) -> list[dict]
         for size in sizes:
             el, fn = _collective(op, size, n, device)
             payload = el * 4
-            t = _timed(fn, iters, warmup)
+            times = _samples(fn, iters, warmup)
+            t = statistics.median(times)
             wire = wire_bytes(op, payload, n)
-            rows.append({"op": op, "size": payload, "count": el, "ranks": n, "time_s": t,
+            rows.append({"op": op, "size": payload, "count": el, "ranks": n, "time_s": t, "times_s": times,
                          "algbw_GBps": payload / t / 1e9, "busbw_GBps": payload * BUS_FACTOR[op](n) / t / 1e9,
                          "wire_bytes": wire})
     return rows
@@ -131,29 +137,39 @@ def bench_compute(model_name: str, batch: int, frames: int, spatial: int, dtype:
         opt.zero_grad()
         mse(model(x, t, y), target).backward()
 
-    step_s = _timed(fwd_bwd, iters, 1)
+    times = _samples(fwd_bwd, iters, 1)
+    step_s = statistics.median(times)
     opt_s = _timed(opt.step, iters, 1)
     flops = 3 * flops_per_sample(cfg, Shape(1, frames, spatial)) * batch
     params = param_count(cfg)
     return {"model": model_name, "depth": cfg.depth, "shape": [batch, frames, spatial], "dtype": dtype, "fwd_bwd_s": step_s,
+            "fwd_bwd_times_s": times,
             "flops": flops, "flops_per_s": flops / step_s, "optimizer_s": opt_s, "params": params,
             "optimizer_Bps": params * OPT_BYTES[dtype] / opt_s}
 
 
 def calibrate_rank(opts: dict) -> dict | None:
-    """Every rank: collectives (with the ring-overlap probe when p2p is among them), then compute;
-    rank 0 returns {'collectives': rows, 'overlap': ... or None, 'compute': ...}."""
+    """Every rank: collectives (with the ring-overlap probe, repeated, when p2p is among them),
+    compute, GEMM rates by width, then a quick re-check of compute (did the machine change under
+    us?); rank 0 returns {'collectives', 'overlap', 'compute', 'gemm', 'world'}."""
+    from dspbench.calibrate.gemm import bench_gemm
     device = torch.device("cpu") if opts["backend"] == "gloo" else torch.device("cuda", torch.cuda.current_device())
     ops = opts["ops"] if comm.world_size() > 1 else []      # one rank: nothing to measure between ranks
     rows = bench_collectives(ops, opts["sizes"], opts["iters"], opts["warmup"], device)
     overlap = None
     if "send_recv" in ops and opts["sizes"]:
-        overlap = bench_overlap(max(opts["sizes"]), opts["iters"], device)
+        probes = [bench_overlap(max(opts["sizes"]), opts["iters"], device)
+                  for _ in range(max(1, opts.get("overlap_repeats", 3)))]
+        fr = [p["fraction"] for p in probes]
+        overlap = {**probes[0], "fraction": statistics.median(fr), "fractions": fr}
     sp = opts["sp"] or comm.world_size()
-    compute = bench_compute(opts["model"], opts["batch"], max(1, opts["frames"] // sp), opts["spatial"],
-                            opts["dtype"], opts["compute_iters"], device, opts.get("depth", 0))
+    shard = (opts["model"], opts["batch"], max(1, opts["frames"] // sp), opts["spatial"], opts["dtype"])
+    compute = bench_compute(*shard, opts["compute_iters"], device, opts.get("depth", 0))
+    gemm = bench_gemm(opts.get("gemm_widths", ()), comm.world_size(), opts["dtype"], device) if ops else {}
+    recheck = bench_compute(*shard, 2, device, opts.get("depth", 0))["fwd_bwd_s"]
+    compute["recheck_s"] = recheck
     facts = comm.all_gather_object({"compute": compute})
     if comm.world_rank() != 0:
         return None
     slowest = min(facts, key=lambda f: f["compute"]["flops_per_s"])["compute"]
-    return {"collectives": rows, "overlap": overlap, "compute": slowest, "world": comm.world_size()}
+    return {"collectives": rows, "overlap": overlap, "compute": slowest, "gemm": gemm, "world": comm.world_size()}

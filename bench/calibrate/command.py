@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 from dspbench.calibrate.profile import profile_dict, table
+from dspbench.calibrate.quality import assess, load, meaningless
 from dspbench.cost.hardware import dumps
 
 _UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -52,9 +54,12 @@ def _memory_gb(world: int) -> float:
 
 def cmd_calibrate(args) -> int:
     opts = {k: getattr(args, k) for k in ("gpus", "backend", "iters", "warmup", "model", "frames", "spatial",
-                                         "batch", "sp", "dtype", "compute_iters", "timeout_s", "threads", "depth")}
+                                         "batch", "sp", "dtype", "compute_iters", "timeout_s", "threads", "depth",
+                                         "overlap_repeats")}
+    opts["gemm_widths"] = [int(w) for w in args.gemm_widths.split(",") if w.strip()]
     opts["sizes"] = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
     opts["ops"] = [o.strip() for o in args.ops.split(",") if o.strip()]
+    before = load()
     if args.launcher == "local":
         result = launch_local(opts)
         gpn = args.gpus_per_node or args.gpus
@@ -69,6 +74,14 @@ def cmd_calibrate(args) -> int:
     if not opts["ops"]:          # compute only (the emulated cluster re-measures it every round)
         print(json.dumps(result["compute"], sort_keys=True))
         return 0
+    result["quality"] = q = assess(result, before, load())
+    for w in q["warnings"]:
+        print(f"dspbench calibrate: warning: {w}", file=sys.stderr)
+    refused = meaningless(q)
+    if refused and not args.force:
+        print(f"dspbench calibrate: refusing to write a profile: {refused}. Calibrate on a quieter machine, "
+              "or pass --force to write it anyway (its intervals will say how little it knows).", file=sys.stderr)
+        return 2
     from dspbench.records.environ import cpu_name
     device = "cpu: " + cpu_name() if args.backend == "gloo" else "cuda"
     prof = profile_dict(args.name, result, gpn, device, _memory_gb(args.gpus if args.launcher == "local" else 1),
@@ -84,5 +97,7 @@ def cmd_calibrate(args) -> int:
         c = result["compute"]
         print(f"compute: {c['model']} shard {c['shape']} {c['dtype']}: fwd+bwd {c['fwd_bwd_s'] * 1e3:.1f} ms, "
               f"{c['flops_per_s'] / 1e9:.2f} GFLOP/s per rank; AdamW {c['optimizer_s'] * 1e3:.1f} ms")
+        print(f"quality: load average {q['loadavg_1m']:.1f} on {q['cores']} cores; worst spread "
+              f"{q['worst_spread']:.0%} ({q['worst_term']}); compute re-check {q['compute_recheck']:.2f}x")
         print(f"profile written to {out}")
     return 0

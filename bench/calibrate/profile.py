@@ -77,9 +77,11 @@ def profile_dict(name: str, result: dict, gpus_per_node: int, device: str, memor
         "name": name, "description": f"calibrated: {result['world']} ranks", "kind": "calibrated",
         "device": {"name": device, "memory_gb": memory_gb, "gpus_per_node": gpus_per_node,
                    "usable_memory_fraction": 0.9, "reserved_gb": 0.5},
-        "compute": {"flops_per_s": {comp["dtype"]: comp["flops_per_s"]}, "optimizer_Bps": comp["optimizer_Bps"]},
+        "compute": {"flops_per_s": {comp["dtype"]: comp["flops_per_s"]}, "optimizer_Bps": comp["optimizer_Bps"],
+                    **_gemm(result)},
         "link": {"intra": link, "inter": link},
         "overlap": {"ring": _overlap_value(result)},
+        **_quality(result),
         "sources": {"link": f"{where}: least-squares alpha-beta fit per op over sizes "
                             f"{sorted({r['size'] for r in result['collectives']})}",
                     "compute": _compute_source(where, comp),
@@ -95,6 +97,8 @@ def _on_base(name: str, result: dict, base: str) -> dict:
     c = d.setdefault("compute", {})
     c["flops_per_s"] = {**c.get("flops_per_s", {}), comp["dtype"]: comp["flops_per_s"]}
     c["optimizer_Bps"] = comp["optimizer_Bps"]
+    c.update(_gemm(result))
+    d.update(_quality(result))
     src = d.setdefault("sources", {})
     src[f"compute.flops_per_s.{comp['dtype']}"] = _compute_source(where, comp)
     src["compute.optimizer_Bps"] = f"{where}: AdamW step of {comp['params']} parameters"
@@ -105,6 +109,17 @@ def _on_base(name: str, result: dict, base: str) -> dict:
         d.setdefault("overlap", {})["ring"] = _overlap_value(result)
         src["overlap.ring"] = _overlap_source(where, result["overlap"])
     return d
+
+
+def _gemm(result: dict) -> dict:
+    """GEMM FLOP/s by width and tensor-parallel degree (bench/calibrate/gemm.py), when measured."""
+    g = result.get("gemm")
+    return {"gemm_flops_per_s": dict(g), "gemm_dtype": result["compute"]["dtype"]} if g else {}
+
+
+def _quality(result: dict) -> dict:
+    """[calibration]: load, each term's measured range and the warnings (bench/calibrate/quality.py)."""
+    return {"calibration": result["quality"]} if result.get("quality") else {}
 
 
 def _measured_parts(result: dict) -> str:

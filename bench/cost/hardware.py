@@ -8,6 +8,10 @@ Schema (all optional but `name`; see bench/cost/profiles/h100-ib.toml):
 - [link.intra], [link.inter]: alpha_s and bw_GBps x efficiency for every op, or per op
   alpha_s_op {op: s} and busbw_GBps {op: GB/s} (measured, win); a calibrated level may also hold
   time_s_op {op: [[size, s], ...]} measured with `ranks` ranks, which wins for groups of that size
+- [compute] gemm_flops_per_s {'w<C>_tp<n>': FLOP/s} in gemm_dtype: a block's linears at width C
+  split n ways (measured; prices tensor-parallel GEMMs, bench/cost/model.py)
+- [calibration] (calibrated only): load average, each term's measured range [min, max] / median,
+  warnings (bench/calibrate/quality.py); bench/cost/interval.py turns it into predicted intervals
 - [overlap] ring: the fraction (0..1; true = 1) of ring attention's K/V hops that hides under the
   block's attention (a calibration measures it: bench/calibrate/collectives.py bench_overlap)
 - [sources] {"dotted.key": "where the number comes from"}
@@ -71,6 +75,9 @@ class Profile:
     intra: Link = field(default_factory=Link)
     inter: Link = field(default_factory=Link)
     ring_overlap: float = 0.0     # fraction of the ring's hops hidden under its attention
+    gemm_flops_per_s: dict = field(default_factory=dict)   # {'w<C>_tp<n>': FLOP/s} (calibrate/gemm.py)
+    gemm_dtype: str = ""
+    calibration: dict = field(default_factory=dict)        # measured ranges, load, warnings (calibrate/quality.py)
     kind: str = "datasheet"
     sources: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict, compare=False, repr=False)
@@ -82,6 +89,14 @@ class Profile:
         if dtype not in self.peak_flops:
             raise KeyError(f"profile {self.name!r} has no compute rate for dtype {dtype!r}")
         return float(self.peak_flops[dtype]) * self.efficiency
+
+    def gemm_rate(self, width: int, degree: int, dtype: str) -> float | None:
+        """Measured forward+backward GEMM FLOP/s of a block's linears at hidden width `width` split
+        `degree` ways, or None where it was not measured (that width, degree or dtype)."""
+        if dtype != self.gemm_dtype:
+            return None
+        v = self.gemm_flops_per_s.get(f"w{width}_tp{degree}")
+        return float(v) if v else None
 
     def optimizer_rate(self) -> float:
         return self.optimizer_Bps or self.hbm_Bps * HBM_EFFICIENCY
@@ -116,6 +131,8 @@ def from_dict(d: dict) -> Profile:
         flops_per_s=dict(comp.get("flops_per_s", {})), optimizer_Bps=comp.get("optimizer_Bps"),
         intra=intra, inter=_link(links.get("inter", links.get("intra", {}))),
         ring_overlap=_fraction(d.get("overlap", {}).get("ring", False)), kind=d.get("kind", "datasheet"),
+        gemm_flops_per_s=dict(comp.get("gemm_flops_per_s", {})), gemm_dtype=comp.get("gemm_dtype", ""),
+        calibration=dict(d.get("calibration", {})),
         sources=dict(d.get("sources", {})), raw=d)
 
 

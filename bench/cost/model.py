@@ -62,6 +62,21 @@ def _attn_core_flops(mcfg, shape: Shape, shard: str) -> float:
     return mcfg.depth * 4 * shape.batch * shape.tokens * L * mcfg.hidden
 
 
+def narrow_gemm_s(spec, mcfg, shape: Shape, sp: int, factor: int, profile: Profile, dtype: str) -> float:
+    """Extra seconds of the linears whose weights the method shards (MethodSpec.sharded_params):
+    their FLOPs run as GEMMs of width C/sp, at the measured rate(C, sp) instead of rate(C, 1)
+    (bench/calibrate/gemm.py). Relative, so the model-level FLOP/s keeps pricing the full-width
+    share: extra = flops / rate x (rate(C, 1) / rate(C, sp) - 1). No measured rate (datasheet
+    profiles, an uncalibrated width or dtype): no term. Every sharded weight is counted at the
+    full token count (the cross-attention kv, applied to text tokens, is overstated by that)."""
+    sharded = spec.sharded_params(mcfg)
+    full, narrow = profile.gemm_rate(mcfg.hidden, 1, dtype), profile.gemm_rate(mcfg.hidden, sp, dtype)
+    if not sharded or sp == 1 or not full or not narrow:
+        return 0.0
+    flops = 2 * shape.batch * shape.tokens * sharded / sp * factor
+    return flops / profile.flops(dtype) * (full / narrow - 1)
+
+
 def predict(cfg: RunConfig, profile: Profile, zero: int = 0) -> Prediction:
     sp = int(cfg.sp)
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
@@ -77,6 +92,7 @@ def predict(cfg: RunConfig, profile: Profile, zero: int = 0) -> Prediction:
     rate = profile.flops(cfg.dtype)
     factor = flops_factor(cfg)
     compute = flops_per_sample(mcfg, Shape(1, cfg.frames, cfg.spatial)) * cfg.batch * factor / sp / rate
+    compute += narrow_gemm_s(spec, mcfg, shape, sp, factor, profile, cfg.dtype)
     mem = memory(spec, mcfg, shape, sp, dims.dp, cfg.dtype, cfg.mode, plan, zero)
     state_bytes = 8 if cfg.dtype == "fp32" else 12        # per parameter (cost_memory.static_bytes)
     optimizer = mem["optimizer"] / state_bytes * OPT_BYTES[cfg.dtype] / profile.optimizer_rate()
