@@ -7,10 +7,9 @@ import copy
 import json
 from pathlib import Path
 
-import pytest
 
 from dspbench.calibrate import quality
-from dspbench.cost.hardware import dumps, from_dict, load_profile
+from dspbench.cost.hardware import dumps, load_profile
 from dspbench.cost.predict import predicted_record
 from dspbench.records.config import RunConfig
 

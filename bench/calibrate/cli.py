@@ -59,13 +59,23 @@ def cmd_calibrate(args) -> int:
 def add_emulate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ranks", type=int, default=4, help="ranks, one network namespace each")
     p.add_argument("--rate", default=None,
-                   help="tc tbf rate of every link, both directions (default: per setting, comm 50mbit, compute 1gbit)")
+                   help="tc tbf rate of every link, both directions (default: per setting, comm 50mbit, compute 1gbit; "
+                        "holdout: comma-separated rates, default the grid's)")
     p.add_argument("--subnet", default="10.77.0", help="first three octets of the /24 inside the namespaces")
     p.add_argument("--repeats", type=int, default=5,
                    help="rounds per setting: compute re-measured, then every method once (rotated order)")
     p.add_argument("--settings", default="comm,compute", help="comma-separated: comm (comm-bound), compute, smoke (seconds, for tests)")
-    p.add_argument("--methods", default="dsp,ulysses,ring,megatron_sp", help="comma-separated methods")
+    p.add_argument("--methods", default=None,
+                   help="comma-separated methods (default: settings dsp,ulysses,ring,megatron_sp; holdout all five)")
     p.add_argument("--out", default="results/emulated", help="records, profile and table go here")
+    p.add_argument("--protocol", choices=("settings", "holdout"), default="settings",
+                   help="settings: calibrate per setting at the methods' shapes (--settings); holdout: calibrate once "
+                        "per rate, predict and measure a grid the calibration never touched (bench/calibrate/holdout.py)")
+    p.add_argument("--grid", choices=("full", "smoke"), default="full",
+                   help="holdout grid: full (2 layouts x 3 shapes x 2 rates) or smoke (seconds, for tests)")
+    p.add_argument("--ns-prefix", default="dspb-",
+                   help="namespace name prefix (this cluster removes only its own <prefix>br, <prefix>r<N>)")
+    p.add_argument("--force", action="store_true", help="pass --force to calibrate (write a profile whose measurements spread too much)")
     p.add_argument("--check-only", action="store_true", help="only test that namespaces can be made, then exit")
     p.add_argument("--no-netns", action="store_true",
                    help="behave as if namespaces could not be made (tests the clean exit)")

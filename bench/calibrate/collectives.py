@@ -9,39 +9,12 @@ p2p hop sends. algbw = size / t, busbw = wire bytes / t = algbw * BUS_FACTOR(n).
 from __future__ import annotations
 
 import statistics
-import time
 
 import torch
 
 from dspbench.methods import comm, comm_raw
+from dspbench.calibrate.timing import samples, timed
 from dspbench.methods.ledger import BUS_FACTOR, wire_bytes
-
-
-def _sync() -> None:
-    """CUDA work is asynchronous: a host timer must wait for it (a no-op on CPU)."""
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
-
-
-def _samples(fn, iters: int, warmup: int) -> list[float]:
-    """The slowest rank's time of fn(), once per iteration (the spread is the calibration's quality)."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iters):
-        comm.barrier()
-        _sync()
-        t0 = time.perf_counter()
-        fn()
-        _sync()
-        dt = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
-        times.append(float(comm.all_reduce_max_(dt, None)[0]))
-    return times
-
-
-def _timed(fn, iters: int, warmup: int) -> float:
-    """Median over iterations of the slowest rank's time of fn()."""
-    return statistics.median(_samples(fn, iters, warmup))
 
 
 def _collective(op: str, size: int, n: int, device):
@@ -73,7 +46,7 @@ def bench_collectives(ops, sizes, iters: int, warmup: int, device) -> list[dict]
         for size in sizes:
             el, fn = _collective(op, size, n, device)
             payload = el * 4
-            times = _samples(fn, iters, warmup)
+            times = samples(fn, iters, warmup)
             t = statistics.median(times)
             wire = wire_bytes(op, payload, n)
             rows.append({"op": op, "size": payload, "count": el, "ranks": n, "time_s": t, "times_s": times,
@@ -93,7 +66,7 @@ def bench_overlap(size: int, iters: int, device) -> dict:
     ring, t = comm.RingExchange(None), torch.ones(el, dtype=torch.float32, device=device)
     a = torch.randn(256, 256, device=device)
     hop = lambda: ring.start([t], "calibrate").wait()
-    comm_s = _timed(hop, iters, 1)
+    comm_s = timed(hop, iters, 1)
     k = [1]
 
     def chain():
@@ -101,7 +74,7 @@ def bench_overlap(size: int, iters: int, device) -> dict:
             a @ a
 
     for _ in range(2):                                   # size the chain to the hop, twice (timer warm-up)
-        est = torch.tensor([max(1, round(k[0] * comm_s / max(_timed(chain, 3, 1), 1e-9)))])
+        est = torch.tensor([max(1, round(k[0] * comm_s / max(timed(chain, 3, 1), 1e-9)))])
         k[0] = int(comm.all_reduce_max_(est, None)[0])   # the same chain length on every rank
 
     def both():
@@ -109,8 +82,8 @@ def bench_overlap(size: int, iters: int, device) -> dict:
         chain()
         pending.wait()
 
-    comp_s = _timed(chain, iters, 1)
-    both_s = _timed(both, iters, 1)
+    comp_s = timed(chain, iters, 1)
+    both_s = timed(both, iters, 1)
     frac = (comm_s + comp_s - both_s) / min(comm_s, comp_s)
     return {"size": el * 4, "comm_s": comm_s, "compute_s": comp_s, "both_s": both_s,
             "fraction": min(1.0, max(0.0, frac))}
@@ -137,9 +110,9 @@ def bench_compute(model_name: str, batch: int, frames: int, spatial: int, dtype:
         opt.zero_grad()
         mse(model(x, t, y), target).backward()
 
-    times = _samples(fwd_bwd, iters, 1)
+    times = samples(fwd_bwd, iters, 1)
     step_s = statistics.median(times)
-    opt_s = _timed(opt.step, iters, 1)
+    opt_s = timed(opt.step, iters, 1)
     flops = 3 * flops_per_sample(cfg, Shape(1, frames, spatial)) * batch
     params = param_count(cfg)
     return {"model": model_name, "depth": cfg.depth, "shape": [batch, frames, spatial], "dtype": dtype, "fwd_bwd_s": step_s,

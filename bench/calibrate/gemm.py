@@ -17,6 +17,8 @@ import statistics
 import torch
 import torch.nn.functional as F
 
+from dspbench.calibrate.timing import samples
+
 ROWS = 1024      # tokens per GEMM (the emulated grid's full per-rank token count is 512-2048)
 
 
@@ -32,7 +34,6 @@ def block_linear_shapes(width: int, degree: int) -> list[tuple[int, int]]:
 
 def bench_gemm(widths, world: int, dtype: str, device, iters: int = 5) -> dict[str, float]:
     """{gemm_key(C, n): forward+backward FLOP/s} for every width and every degree n | world."""
-    from dspbench.calibrate.collectives import _samples
     from dspbench.run.steps import TORCH_DTYPES
     dt = TORCH_DTYPES[dtype]
     out = {}
@@ -46,6 +47,6 @@ def bench_gemm(widths, world: int, dtype: str, device, iters: int = 5) -> dict[s
                 for x, w in zip(xs, ws):
                     F.linear(x, w).sum().backward()
 
-            t = statistics.median(_samples(step, iters, 1))
+            t = statistics.median(samples(step, iters, 1))
             out[gemm_key(C, n)] = 3 * 2 * ROWS * sum(i * o for i, o in shapes) / t
     return out
