@@ -34,6 +34,7 @@ def test_quality_warns_on_load_spread_and_recheck_and_refuses_when_meaningless()
     assert "machine loaded: load average 9.0 on 2 cores" in text
     assert "all_to_all: repeated measurements spread 150%" in text and "compute re-checked" in text
     assert q["link_range"]["all_to_all"] == [0.5, 2.0] and q["worst_term"] == "all_to_all"
+    assert q["link_range_by_size"]["all_to_all"] == [[4096, 0.5, 2.0]]
     assert "all_to_all spread 150%" in quality.meaningless(q)
 
 
@@ -71,7 +72,9 @@ def _calibrated(tmp_path, ranges=True) -> Path:
          "link": {"intra": link, "inter": link}, "overlap": {"ring": 0.3}}
     if ranges:
         d["calibration"] = {"compute_range": [0.9, 1.2], "overlap_fractions": [0.1, 0.3, 0.5],
-                            "link_range": {op: [0.95, 1.1] for op in table}, "warnings": []}
+                            "link_range": {op: [0.8, 1.3] for op in table}, "warnings": [],
+                            "link_range_by_size": {op: [[4096.0, 0.8, 1.3], [1048576.0, 0.95, 1.1],
+                                                        [4194304.0, 0.95, 1.05]] for op in table}}
     path = tmp_path / "emu.toml"
     path.write_text(dumps(d))
     return path
@@ -135,3 +138,13 @@ def test_the_cost_model_has_no_per_method_branch():
             if isinstance(n, ast.Compare):
                 attrs = {a.attr for a in ast.walk(n) if isinstance(a, ast.Attribute)}
                 assert "method" not in attrs, f"{f}:{n.lineno} compares a method"
+
+
+def test_each_table_point_moves_by_its_own_sizes_range(tmp_path):
+    from dspbench.cost.interval import at
+    prof = load_profile(str(_calibrated(tmp_path)))
+    hi = at(prof, {"op:all_to_all": 1})
+    pts = dict((s, t) for s, t in hi.inter.time_s_op["all_to_all"])
+    assert pts[4096.0] == 1e-3 * 1.3 and pts[1048576.0] == 0.05 * 1.1 and pts[4194304.0] == 0.2 * 1.05
+    assert hi.inter.time_s_op["all_gather"] == prof.inter.time_s_op["all_gather"]     # other ops untouched
+    assert at(prof, {"compute": 0}).flops("fp32") == prof.flops("fp32") / 0.9

@@ -59,3 +59,9 @@ def test_holdout_smoke_calibrates_once_then_predicts_and_measures_in_namespaces(
     assert all(r["status"] == "ok" for r in measured) and len(measured) == 2
     raw = json.loads((out / "profile-1gbit.json").read_text())
     assert raw["compute"]["model"] == CALIB_MODEL and raw["compute"]["shape"][1:] == [CALIB_SHAPE[0] // 4, CALIB_SHAPE[1]]
+
+
+def test_holdout_without_namespaces_exits_cleanly(capsys):
+    from dspbench.cli import main
+    assert main(["emulate", "--protocol", "holdout", "--no-netns"]) == 0
+    assert "Nothing was set up" in capsys.readouterr().err

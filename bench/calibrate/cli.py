@@ -82,7 +82,10 @@ def add_emulate_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_emulate(args) -> int:
-    from dspbench.calibrate.emulate import cmd_emulate as run
+    if args.protocol == "holdout":
+        from dspbench.calibrate.holdout import cmd_holdout as run
+    else:
+        from dspbench.calibrate.emulate import cmd_emulate as run
     return run(args)
 
 

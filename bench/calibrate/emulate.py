@@ -178,10 +178,6 @@ def cmd_emulate(args) -> int:
     if args.check_only:
         print("dspbench emulate: network namespaces, veth and tc are available")
         return 0
-    if args.protocol == "holdout":
-        from dspbench.calibrate.holdout import METHODS, cmd_holdout
-        args.methods = args.methods or ",".join(METHODS)
-        return cmd_holdout(args)
     args.methods = args.methods or "dsp,ulysses,ring,megatron_sp"
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,8 @@
 Every measurement is repeated (collectives: `--iters` per size; compute: `--compute-iters` and a
 quick re-check after everything else; the ring-overlap probe: `--overlap-repeats`). Per term the
 profile stores the measured range relative to the median it uses, [min/median, max/median]
-([calibration] in the profile; bench/cost/interval.py turns it into predicted intervals), and:
+([calibration] in the profile, per collective also per size; bench/cost/interval.py turns it into
+predicted intervals), and:
 - spread = (max - min) / median per measurement; a term's spread is its worst size;
 - warnings: load average (1 min) above the cores (another job is computing: compute is what is
   left of the machine), a spread above WARN_SPREAD, compute re-check off by more than RECHECK_TOL;
@@ -40,15 +41,17 @@ def assess(result: dict, before: dict, after: dict) -> dict:
     """The [calibration] table of a profile: load, ranges per term, worst spread, warnings."""
     comp = result["compute"]
     comp_times = comp["fwd_bwd_times_s"] + [comp["recheck_s"]]
-    link = {}
+    link, by_size = {}, {}
     for r in result["collectives"]:
         lo, hi = rel_range(r["times_s"])
         old = link.get(r["op"], [1.0, 1.0])
         link[r["op"]] = [min(old[0], lo), max(old[1], hi)]
+        by_size.setdefault(r["op"], []).append([r["size"], lo, hi])
     ov = result.get("overlap")
     q = {**{k: v for k, v in before.items() if k != "cores"}, "cores": before["cores"],
          "loadavg_1m_after": after["loadavg_1m"], "compute_range": rel_range(comp_times),
          "compute_recheck": comp["recheck_s"] / comp["fwd_bwd_s"], "link_range": link,
+         "link_range_by_size": by_size,
          "overlap_fractions": ov["fractions"] if ov else []}
     spreads = {"compute": spread(comp_times), **{op: hi - lo for op, (lo, hi) in link.items()}}
     q["worst_spread"], q["worst_term"] = max((v, k) for k, v in spreads.items())

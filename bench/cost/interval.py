@@ -2,7 +2,8 @@
 
 A calibration repeats every measurement and stores, per term, the measured range relative to the
 median the profile uses: compute [min, max] / median of the step time, each collective op's
-worst [min, max] / median over its sizes, and the ring-overlap probe's fractions. Each term is
+[min, max] / median per size (each calibration-table point moves by its own; alpha-beta, used
+for other group sizes, by the op's worst), and the ring-overlap probe's fractions. Each term is
 one knob of the model; an interval is the prediction at the knobs' ends:
 - step time: every time at its low end (overlap at its highest) and every time at its high end
   (step time rises with every time and falls with overlap, so these two corners bound it);
@@ -19,7 +20,8 @@ from dspbench.cost.hardware import GB, Link, Profile
 
 
 def knobs(profile: Profile) -> dict[str, tuple[float, float]]:
-    """{knob: (low, high)}: 'compute' and 'op:<op>' are time factors, 'overlap' a fraction."""
+    """{knob: (low, high)}: 'compute' and 'op:<op>' are time factors (an op's worst size), 'overlap'
+    a fraction."""
     cal = profile.calibration
     if not cal:
         return {}
@@ -31,22 +33,33 @@ def knobs(profile: Profile) -> dict[str, tuple[float, float]]:
     return out
 
 
-def _scaled_link(link: Link, ops: dict[str, float]) -> Link:
-    """The link with each op's time multiplied by its factor (table, alpha and bandwidth alike)."""
+def _scaled_link(link: Link, ends: dict[str, int], worst: dict, by_size: dict) -> Link:
+    """The link with each op's times at one end (0: low, 1: high) of their measured range: each
+    table point by its own size's range, alpha and bandwidth (other group sizes) by the worst."""
+    def point(op, size, t):
+        if op not in ends:
+            return t
+        rng = {s: (lo, hi) for s, lo, hi in by_size.get(op, ())}.get(size, worst[op])
+        return t * rng[ends[op]]
+    f = {op: worst[op][e] for op, e in ends.items()}
     return replace(link,
-                   time_s_op={op: [[s, t * ops.get(op, 1.0)] for s, t in pts] for op, pts in link.time_s_op.items()},
-                   alpha_s_op={**link.alpha_s_op, **{op: link.alpha(op) * f for op, f in ops.items()}},
-                   busbw_GBps={**link.busbw_GBps, **{op: link.busbw(op) / GB / f for op, f in ops.items()}})
+                   time_s_op={op: [[s, point(op, s, t)] for s, t in pts] for op, pts in link.time_s_op.items()},
+                   alpha_s_op={**link.alpha_s_op, **{op: link.alpha(op) * x for op, x in f.items()}},
+                   busbw_GBps={**link.busbw_GBps, **{op: link.busbw(op) / GB / x for op, x in f.items()}})
 
 
-def at(profile: Profile, corner: dict[str, float]) -> Profile:
-    """The profile with each knob at the given value (time factors divide rates)."""
-    c = corner.get("compute", 1.0)
-    ops = {k[3:]: v for k, v in corner.items() if k.startswith("op:")}
-    return replace(profile, flops_per_s={k: v / c for k, v in profile.flops_per_s.items()},
-                   peak_flops={k: v / c for k, v in profile.peak_flops.items()},
-                   intra=_scaled_link(profile.intra, ops), inter=_scaled_link(profile.inter, ops),
-                   ring_overlap=corner.get("overlap", profile.ring_overlap))
+def at(profile: Profile, ends: dict[str, int]) -> Profile:
+    """The profile with each knob at one end of its range (0: low, 1: high; time factors divide rates)."""
+    k = knobs(profile)
+    c = k["compute"][ends["compute"]] if "compute" in ends else 1.0
+    worst = {n[3:]: r for n, r in k.items() if n.startswith("op:")}
+    ops = {n[3:]: e for n, e in ends.items() if n.startswith("op:")}
+    by_size = profile.calibration.get("link_range_by_size", {})
+    return replace(profile, flops_per_s={d: v / c for d, v in profile.flops_per_s.items()},
+                   peak_flops={d: v / c for d, v in profile.peak_flops.items()},
+                   intra=_scaled_link(profile.intra, ops, worst, by_size),
+                   inter=_scaled_link(profile.inter, ops, worst, by_size),
+                   ring_overlap=k["overlap"][ends["overlap"]] if "overlap" in ends else profile.ring_overlap)
 
 
 def step_interval(step_fn, profile: Profile) -> tuple[float, float] | None:
@@ -54,8 +67,8 @@ def step_interval(step_fn, profile: Profile) -> tuple[float, float] | None:
     k = knobs(profile)
     if not k:
         return None
-    low = {n: (hi if n == "overlap" else lo) for n, (lo, hi) in k.items()}
-    high = {n: (lo if n == "overlap" else hi) for n, (lo, hi) in k.items()}
+    low = {n: int(n == "overlap") for n in k}        # every time low, the overlap high
+    high = {n: int(n != "overlap") for n in k}
     return step_fn(at(profile, low)), step_fn(at(profile, high))
 
 
@@ -67,6 +80,6 @@ def ratio_interval(base_fn, dsp_fn, profile: Profile) -> tuple[float, float] | N
     names = list(k)
     ratios = []
     for ends in itertools.product((0, 1), repeat=len(names)):
-        p = at(profile, {n: k[n][e] for n, e in zip(names, ends)})
+        p = at(profile, dict(zip(names, ends)))
         ratios.append(base_fn(p) / dsp_fn(p))
     return min(ratios), max(ratios)
