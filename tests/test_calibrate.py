@@ -53,7 +53,7 @@ def test_calibrate_world2_loopback(tmp_path, capsys):
     assert prof.inter.measured_time("all_to_all", 4096, 2) == pytest.approx(a2a[4096])   # the table wins at n=2
     assert json.loads(out.with_suffix(".json").read_text())["compute"]["flops_per_s"] > 0
     assert from_dict(prof.raw).name == "calibrated"
-    assert 0.0 <= prof.ring_overlap <= 1.0 and "ring hop alone" in prof.sources["overlap.ring"]
+    assert 0.0 <= prof.ring_overlap <= 1.0 and "CPU share of a" in prof.sources["overlap.ring"]
 
 
 def test_one_rank_calibrates_compute_of_one_block_onto_a_base_profile(tmp_path, capsys):

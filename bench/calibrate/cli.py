@@ -26,6 +26,9 @@ def add_calibrate_args(p: argparse.ArgumentParser) -> None:
     c.add_argument("--iters", type=int, default=5, help="timed iterations per size")
     c.add_argument("--warmup", type=int, default=1)
     c.add_argument("--overlap-repeats", type=int, default=3, help="ring-overlap probes (their spread is recorded)")
+    c.add_argument("--cpu-ranks-per-host", type=int, default=0,
+                   help="ranks sharing this host's cores (ring overlap: a hop's CPU time is stretched by ranks/cores; "
+                        "0: the world for gloo, as in the emulated cluster and --launcher local; 1 for nccl)")
     m = p.add_argument_group("compute (one block forward+backward at this rank's shard of the shape)")
     m.add_argument("--model", default="stdit-tiny")
     m.add_argument("--frames", type=int, default=16)

@@ -55,7 +55,7 @@ def _memory_gb(world: int) -> float:
 def cmd_calibrate(args) -> int:
     opts = {k: getattr(args, k) for k in ("gpus", "backend", "iters", "warmup", "model", "frames", "spatial",
                                          "batch", "sp", "dtype", "compute_iters", "timeout_s", "threads", "depth",
-                                         "overlap_repeats")}
+                                         "overlap_repeats", "cpu_ranks_per_host")}
     opts["gemm_widths"] = [int(w) for w in args.gemm_widths.split(",") if w.strip()]
     opts["sizes"] = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
     opts["ops"] = [o.strip() for o in args.ops.split(",") if o.strip()]

@@ -134,5 +134,7 @@ def _overlap_value(result: dict):
 def _overlap_source(where: str, o: dict | None) -> str:
     if not o:
         return "not measured (no send_recv in --ops): no overlap assumed"
-    return (f"{where}: a {o['size']} B ring hop alone {o['comm_s'] * 1e3:.1f} ms, a matmul chain alone "
-            f"{o['compute_s'] * 1e3:.1f} ms, the hop under the chain {o['both_s'] * 1e3:.1f} ms")
+    return (f"{where}: 1 - the CPU share of a {o['size']} B ring hop (process CPU time / wall time, "
+            f"stretched by ranks per core), median of {len(o['fractions'])}: {o['fractions']}; the timing "
+            f"probe (hop {o['comm_s'] * 1e3:.1f} ms, matmul chain {o['compute_s'] * 1e3:.1f} ms, hop under the "
+            f"chain {o['both_s'] * 1e3:.1f} ms) gave {o['probe_fractions']}: reported, not used")

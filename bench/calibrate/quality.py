@@ -52,7 +52,8 @@ def assess(result: dict, before: dict, after: dict) -> dict:
          "loadavg_1m_after": after["loadavg_1m"], "compute_range": rel_range(comp_times),
          "compute_recheck": comp["recheck_s"] / comp["fwd_bwd_s"], "link_range": link,
          "link_range_by_size": by_size,
-         "overlap_fractions": ov["fractions"] if ov else []}
+         "overlap_fractions": ov["fractions"] if ov else [],
+         "overlap_probe_fractions": ov["probe_fractions"] if ov else []}
     spreads = {"compute": spread(comp_times), **{op: hi - lo for op, (lo, hi) in link.items()}}
     q["worst_spread"], q["worst_term"] = max((v, k) for k, v in spreads.items())
     q["warnings"] = warnings(q, spreads)
