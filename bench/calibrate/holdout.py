@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -91,18 +92,18 @@ def run_rate(rate: str, grid: dict, args, out: Path) -> list[dict]:
 def _measure_point(cluster, cfg: RunConfig, pred: dict, rate: str, rnd: int, out: Path) -> dict:
     from dspbench.calibrate.emulate import measure
     from dspbench.calibrate.quality import load
-    ld = load()["loadavg_1m"]
+    ld, started = load()["loadavg_1m"], time.strftime("%H:%M:%S", time.gmtime())
     try:
         rec = measure(cluster, cfg, out / "measured.jsonl")
     except RuntimeError as e:      # one failed launch is a missing point, listed, not the end of the protocol
         print(f"  launch failed: {str(e)[-500:]}", file=sys.stderr, flush=True)
         rec = {"status": "failed", "step_time_median_s": None}
     ok = rec["status"] == "ok"
-    print(f"  {rate} {cfg.model} T{cfg.frames} S{cfg.spatial} {cfg.method:<12} round {rnd}: {rec['status']} "
+    print(f"  {started} {rate} {cfg.model} T{cfg.frames} S{cfg.spatial} {cfg.method:<12} round {rnd}: {rec['status']} "
           f"{rec['step_time_median_s'] or 0:.3f} s (predicted {pred['step_time_median_s']:.3f} s, load {ld:.1f})",
           flush=True)
     return {"rate": rate, "model": cfg.model, "T": cfg.frames, "S": cfg.spatial, "method": cfg.method, "round": rnd,
-            "loadavg_1m": ld, "measured": rec["step_time_median_s"] if ok else None, **_pred_fields(pred)}
+            "started_utc": started, "loadavg_1m": ld, "measured": rec["step_time_median_s"] if ok else None, **_pred_fields(pred)}
 
 
 def _pred_fields(pred: dict) -> dict:
