@@ -71,7 +71,10 @@ def test_one_rank_calibrates_compute_of_one_block_onto_a_base_profile(tmp_path, 
     raw = json.loads(out.with_suffix(".json").read_text())
     assert raw["collectives"] == [] and raw["overlap"] is None and raw["compute"]["depth"] == 1
     assert prof.name == "h200-measured" and prof.kind == "calibrated"
-    assert prof.flops("fp32") == pytest.approx(raw["compute"]["flops_per_s"])
+    from dspbench.calibrate.profile import compute_terms
+    rate, overhead = compute_terms(raw["compute"])          # the two-shape fit (rate, per-module dispatch)
+    assert prof.flops("fp32") == pytest.approx(rate) and prof.module_overhead_s == pytest.approx(overhead)
+    assert raw["compute"]["small"]["shape"] == [1, 1, 16] and raw["compute"]["shape"] == [1, 4, 16]
     assert prof.flops("bf16") == base.flops("bf16")                   # untouched datasheet values
     assert (prof.intra, prof.inter, prof.memory_bytes) == (base.intra, base.inter, base.memory_bytes)
     assert "1 blocks" in prof.sources["compute.flops_per_s.fp32"]

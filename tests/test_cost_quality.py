@@ -7,6 +7,8 @@ import copy
 import json
 from pathlib import Path
 
+import pytest
+
 
 from dspbench.calibrate import quality
 from dspbench.cost.hardware import dumps, load_profile
@@ -148,3 +150,26 @@ def test_each_table_point_moves_by_its_own_sizes_range(tmp_path):
     assert pts[4096.0] == 1e-3 * 1.3 and pts[1048576.0] == 0.05 * 1.1 and pts[4194304.0] == 0.2 * 1.05
     assert hi.inter.time_s_op["all_gather"] == prof.inter.time_s_op["all_gather"]     # other ops untouched
     assert at(prof, {"compute": 0}).flops("fp32") == prof.flops("fp32") / 0.9
+
+
+def test_compute_at_two_shapes_separates_the_flop_rate_from_per_module_dispatch():
+    from dspbench.calibrate.profile import compute_terms
+    main = {"flops": 3e9, "fwd_bwd_s": 0.35, "flops_per_s": 3e9 / 0.35, "modules": 50,
+            "small": {"flops": 1e9, "fwd_bwd_s": 0.15}}
+    rate, overhead = compute_terms(main)
+    assert rate == pytest.approx(1e10) and overhead == pytest.approx(1e-3)
+    assert compute_terms({**main, "small": {"flops": 1e9, "fwd_bwd_s": 0.4}}) == (main["flops_per_s"], 0.0)
+    assert compute_terms({k: v for k, v in main.items() if k != "small"}) == (main["flops_per_s"], 0.0)
+
+
+def test_dispatch_overhead_is_per_module_and_the_same_for_every_method(tmp_path):
+    from dataclasses import replace
+    from dspbench.cost.model import module_count
+    prof = load_profile(str(_calibrated(tmp_path)))
+    slow = replace(prof, module_overhead_s=1e-3)
+    for model in ("stdit3-tiny", "axial3d-tiny"):
+        for m in METHODS:
+            cfg = RunConfig(method=m, model=model, frames=8, spatial=64, gpus=4, sp=4)
+            extra = predicted_record(cfg, slow)["predicted_compute_time_s"] - predicted_record(cfg, prof)["predicted_compute_time_s"]
+            assert extra == pytest.approx(1e-3 * module_count(model)), (model, m)
+    assert module_count("stdit3-tiny") != module_count("axial3d-tiny")

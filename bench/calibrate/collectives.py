@@ -139,7 +139,7 @@ def bench_compute(model_name: str, batch: int, frames: int, spatial: int, dtype:
     opt_s = timed(opt.step, iters, 1)
     flops = 3 * flops_per_sample(cfg, Shape(1, frames, spatial)) * batch
     params = param_count(cfg)
-    return {"model": model_name, "depth": cfg.depth, "shape": [batch, frames, spatial], "dtype": dtype, "fwd_bwd_s": step_s,
+    return {"model": model_name, "modules": sum(1 for _ in model.modules()), "depth": cfg.depth, "shape": [batch, frames, spatial], "dtype": dtype, "fwd_bwd_s": step_s,
             "fwd_bwd_times_s": times,
             "flops": flops, "flops_per_s": flops / step_s, "optimizer_s": opt_s, "params": params,
             "optimizer_Bps": params * OPT_BYTES[dtype] / opt_s}
@@ -164,6 +164,9 @@ def calibrate_rank(opts: dict) -> dict | None:
     sp = opts["sp"] or comm.world_size()
     shard = (opts["model"], opts["batch"], max(1, opts["frames"] // sp), opts["spatial"], opts["dtype"])
     compute = bench_compute(*shard, opts["compute_iters"], device, opts.get("depth", 0))
+    smaller = _smaller(shard)          # a second shape: FLOP rate and per-module overhead apart
+    if smaller:
+        compute["small"] = bench_compute(*smaller, opts["compute_iters"], device, opts.get("depth", 0))
     gemm = bench_gemm(opts.get("gemm_widths", ()), comm.world_size(), opts["dtype"], device) if ops else {}
     recheck = bench_compute(*shard, 2, device, opts.get("depth", 0))["fwd_bwd_s"]
     compute["recheck_s"] = recheck
@@ -172,3 +175,11 @@ def calibrate_rank(opts: dict) -> dict | None:
         return None
     slowest = min(facts, key=lambda f: f["compute"]["flops_per_s"])["compute"]
     return {"collectives": rows, "overlap": overlap, "compute": slowest, "gemm": gemm, "world": comm.world_size()}
+
+
+def _smaller(shard: tuple):
+    """The compute shard with a third of the frames (or a quarter of the tokens per frame), or None."""
+    model, batch, frames, spatial, dtype = shard
+    if frames >= 2:
+        return model, batch, max(1, frames // 3), spatial, dtype
+    return (model, batch, frames, spatial // 4, dtype) if spatial >= 16 else None

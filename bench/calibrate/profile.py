@@ -61,7 +61,8 @@ def _where(result: dict) -> str:
 
 def _compute_source(where: str, comp: dict) -> str:
     blocks = f", {comp['depth']} blocks" if comp.get("depth") else ""
-    return (f"{where}: {comp['model']}{blocks} forward+backward at shard {comp['shape']} {comp['dtype']}, "
+    two = (f" and {comp['small']['shape']} (t = modules x overhead + FLOPs / rate)" if comp.get("small") else "")
+    return (f"{where}: {comp['model']}{blocks} forward+backward at shard {comp['shape']}{two} {comp['dtype']}, "
             "all ranks at once (slowest rank)")
 
 
@@ -77,8 +78,7 @@ def profile_dict(name: str, result: dict, gpus_per_node: int, device: str, memor
         "name": name, "description": f"calibrated: {result['world']} ranks", "kind": "calibrated",
         "device": {"name": device, "memory_gb": memory_gb, "gpus_per_node": gpus_per_node,
                    "usable_memory_fraction": 0.9, "reserved_gb": 0.5},
-        "compute": {"flops_per_s": {comp["dtype"]: comp["flops_per_s"]}, "optimizer_Bps": comp["optimizer_Bps"],
-                    **_gemm(result)},
+        "compute": {**_compute(comp), "optimizer_Bps": comp["optimizer_Bps"], **_gemm(result)},
         "link": {"intra": link, "inter": link},
         "overlap": {"ring": _overlap_value(result)},
         **_quality(result),
@@ -95,7 +95,9 @@ def _on_base(name: str, result: dict, base: str) -> dict:
     comp, where = result["compute"], _where(result)
     d.update(name=name, kind="calibrated", description=f"{base} with measured {_measured_parts(result)}")
     c = d.setdefault("compute", {})
-    c["flops_per_s"] = {**c.get("flops_per_s", {}), comp["dtype"]: comp["flops_per_s"]}
+    terms = _compute(comp)
+    c["flops_per_s"] = {**c.get("flops_per_s", {}), **terms["flops_per_s"]}
+    c["module_overhead_s"] = terms["module_overhead_s"]
     c["optimizer_Bps"] = comp["optimizer_Bps"]
     c.update(_gemm(result))
     d.update(_quality(result))
@@ -109,6 +111,28 @@ def _on_base(name: str, result: dict, base: str) -> dict:
         d.setdefault("overlap", {})["ring"] = _overlap_value(result)
         src["overlap.ring"] = _overlap_source(where, result["overlap"])
     return d
+
+
+def compute_terms(comp: dict) -> tuple[float, float]:
+    """(FLOP/s, seconds per module per forward+backward) from compute at two shapes of one model:
+    t = modules x overhead + FLOPs / rate (a tiny model on a CPU spends much of its step
+    dispatching ops, which no FLOP rate measured at one shape carries to another). Without a
+    second shape, or a fit that makes no sense (rate or overhead <= 0): the one shape's rate, no
+    overhead."""
+    s = comp.get("small")
+    if not s:
+        return comp["flops_per_s"], 0.0
+    d_flops, d_t = comp["flops"] - s["flops"], comp["fwd_bwd_s"] - s["fwd_bwd_s"]
+    if d_flops <= 0 or d_t <= 0:
+        return comp["flops_per_s"], 0.0
+    rate = d_flops / d_t
+    overhead = (comp["fwd_bwd_s"] - comp["flops"] / rate) / comp["modules"]
+    return (rate, overhead) if overhead > 0 else (comp["flops_per_s"], 0.0)
+
+
+def _compute(comp: dict) -> dict:
+    rate, overhead = compute_terms(comp)
+    return {"flops_per_s": {comp["dtype"]: rate}, "module_overhead_s": overhead}
 
 
 def _gemm(result: dict) -> dict:

@@ -8,6 +8,8 @@ Schema (all optional but `name`; see bench/cost/profiles/h100-ib.toml):
 - [link.intra], [link.inter]: alpha_s and bw_GBps x efficiency for every op, or per op
   alpha_s_op {op: s} and busbw_GBps {op: GB/s} (measured, win); a calibrated level may also hold
   time_s_op {op: [[size, s], ...]} measured with `ranks` ranks, which wins for groups of that size
+- [compute] module_overhead_s: seconds per model module per forward+backward (measured: the
+  dispatch cost a FLOP rate does not carry between shapes; 0 on datasheets)
 - [compute] gemm_flops_per_s {'w<C>_tp<n>': FLOP/s} in gemm_dtype: a block's linears at width C
   split n ways (measured; prices tensor-parallel GEMMs, bench/cost/model.py)
 - [calibration] (calibrated only): load average, each term's measured range [min, max] / median,
@@ -75,6 +77,7 @@ class Profile:
     intra: Link = field(default_factory=Link)
     inter: Link = field(default_factory=Link)
     ring_overlap: float = 0.0     # fraction of the ring's hops hidden under its attention
+    module_overhead_s: float = 0.0   # per module per forward+backward (calibrated: profile.compute_terms)
     gemm_flops_per_s: dict = field(default_factory=dict)   # {'w<C>_tp<n>': FLOP/s} (calibrate/gemm.py)
     gemm_dtype: str = ""
     calibration: dict = field(default_factory=dict)        # measured ranges, load, warnings (calibrate/quality.py)
@@ -131,6 +134,7 @@ def from_dict(d: dict) -> Profile:
         flops_per_s=dict(comp.get("flops_per_s", {})), optimizer_Bps=comp.get("optimizer_Bps"),
         intra=intra, inter=_link(links.get("inter", links.get("intra", {}))),
         ring_overlap=_fraction(d.get("overlap", {}).get("ring", False)), kind=d.get("kind", "datasheet"),
+        module_overhead_s=float(comp.get("module_overhead_s", 0.0)),
         gemm_flops_per_s=dict(comp.get("gemm_flops_per_s", {})), gemm_dtype=comp.get("gemm_dtype", ""),
         calibration=dict(d.get("calibration", {})),
         sources=dict(d.get("sources", {})), raw=d)

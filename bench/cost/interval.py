@@ -56,6 +56,7 @@ def at(profile: Profile, ends: dict[str, int]) -> Profile:
     ops = {n[3:]: e for n, e in ends.items() if n.startswith("op:")}
     by_size = profile.calibration.get("link_range_by_size", {})
     return replace(profile, flops_per_s={d: v / c for d, v in profile.flops_per_s.items()},
+                   module_overhead_s=profile.module_overhead_s * c,
                    peak_flops={d: v / c for d, v in profile.peak_flops.items()},
                    intra=_scaled_link(profile.intra, ops, worst, by_size),
                    inter=_scaled_link(profile.inter, ops, worst, by_size),
