@@ -34,10 +34,10 @@ def test_quality_warns_on_load_spread_and_recheck_and_refuses_when_meaningless()
     q = quality.assess(_result(compute=(1.0, 1.1, 1.3), recheck=2.0, a2a=(1.0, 2.0, 4.0)), idle, busy)
     text = " | ".join(q["warnings"])
     assert "machine loaded: load average 9.0 on 2 cores" in text
-    assert "all_to_all: repeated measurements spread 150%" in text and "compute re-checked" in text
+    assert "all_to_all: repeated measurements' interquartile range 75%" in text and "compute re-checked" in text
     assert q["link_range"]["all_to_all"] == [0.5, 2.0] and q["worst_term"] == "all_to_all"
     assert q["link_range_by_size"]["all_to_all"] == [[4096, 0.5, 2.0]]
-    assert "all_to_all spread 150%" in quality.meaningless(q)
+    assert "all_to_all spread 75%" in quality.meaningless(q)
 
 
 def test_calibrate_refuses_a_meaningless_profile_unless_forced(tmp_path, capsys, monkeypatch):

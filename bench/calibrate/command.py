@@ -79,6 +79,9 @@ def cmd_calibrate(args) -> int:
         print(f"dspbench calibrate: warning: {w}", file=sys.stderr)
     refused = meaningless(q)
     if refused and not args.force:
+        raw = Path(args.output or f"results/profiles/{args.name}.toml").with_suffix(".refused.json")
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        raw.write_text(json.dumps(result, indent=1))     # the measurements, to see what spread
         print(f"dspbench calibrate: refusing to write a profile: {refused}. Calibrate on a quieter machine, "
               "or pass --force to write it anyway (its intervals will say how little it knows).", file=sys.stderr)
         return 2

@@ -5,7 +5,8 @@ quick re-check after everything else; the ring-overlap probe: `--overlap-repeats
 profile stores the measured range relative to the median it uses, [min/median, max/median]
 ([calibration] in the profile, per collective also per size; bench/cost/interval.py turns it into
 predicted intervals), and:
-- spread = (max - min) / median per measurement; a term's spread is its worst size;
+- spread = relative interquartile range (q3 - q1) / median per measurement (robust to one
+  outlier, which the range, and so the interval, still carries); a term's spread is its worst size;
 - warnings: load average (1 min) above the cores (another job is computing: compute is what is
   left of the machine), a spread above WARN_SPREAD, compute re-check off by more than RECHECK_TOL;
 - refusal: a worst spread above MAX_SPREAD means an interval wider than +-MAX_SPREAD/2 on every
@@ -33,16 +34,23 @@ def rel_range(samples: list[float]) -> list[float]:
 
 
 def spread(samples: list[float]) -> float:
-    lo, hi = rel_range(samples)
-    return hi - lo
+    """Relative interquartile range, (q3 - q1) / median: how far the median the profile uses can be
+    trusted. One outlier among the repeats (a TCP retransmit, a descheduled rank) moves the range,
+    which the intervals carry, but not this."""
+    med = statistics.median(samples)
+    if len(samples) < 2 or med <= 0:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    return (q3 - q1) / med
 
 
 def assess(result: dict, before: dict, after: dict) -> dict:
     """The [calibration] table of a profile: load, ranges per term, worst spread, warnings."""
     comp = result["compute"]
     comp_times = comp["fwd_bwd_times_s"] + [comp["recheck_s"]]
-    link, by_size = {}, {}
+    link, by_size, link_spread = {}, {}, {}
     for r in result["collectives"]:
+        link_spread[r["op"]] = max(link_spread.get(r["op"], 0.0), spread(r["times_s"]))
         lo, hi = rel_range(r["times_s"])
         old = link.get(r["op"], [1.0, 1.0])
         link[r["op"]] = [min(old[0], lo), max(old[1], hi)]
@@ -54,7 +62,7 @@ def assess(result: dict, before: dict, after: dict) -> dict:
          "link_range_by_size": by_size,
          "overlap_fractions": ov["fractions"] if ov else [],
          "overlap_probe_fractions": ov["probe_fractions"] if ov else []}
-    spreads = {"compute": spread(comp_times), **{op: hi - lo for op, (lo, hi) in link.items()}}
+    spreads = {"compute": spread(comp_times), **link_spread}
     q["worst_spread"], q["worst_term"] = max((v, k) for k, v in spreads.items())
     q["warnings"] = warnings(q, spreads)
     return q
@@ -68,7 +76,8 @@ def warnings(q: dict, spreads: dict) -> list[str]:
                    "what other jobs left; it will differ when they stop)")
     for term, s in sorted(spreads.items()):
         if s > WARN_SPREAD:
-            out.append(f"{term}: repeated measurements spread {s:.0%} of their median (> {WARN_SPREAD:.0%})")
+            out.append(f"{term}: repeated measurements' interquartile range {s:.0%} of their median "
+                       f"(> {WARN_SPREAD:.0%})")
     if abs(q["compute_recheck"] - 1) > RECHECK_TOL:
         out.append(f"compute re-checked at the end took {q['compute_recheck']:.2f}x the first measurement "
                    f"(> {RECHECK_TOL:.0%} off): the machine changed during calibration")
