@@ -86,6 +86,7 @@ def run_rate(rate: str, grid: dict, args, out: Path) -> list[dict]:
                 for m in methods[k:] + methods[:k]:       # rotated: no method always first
                     cfg = replace(points[0], method=m, model=model, frames=T, spatial=S, repeat=rnd)
                     rows.append(_measure_point(cluster, cfg, preds[(model, T, S, m)], rate, rnd, out))
+                    _save(out, rate, rows)     # every point as it comes: a stopped run keeps what it measured
     return rows
 
 
@@ -126,13 +127,17 @@ def cmd_holdout(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     rates = args.rate.split(",") if args.rate else grid["rates"]
     for rate in rates:      # one rate at a time, each written at once: rates may also run in separate invocations
-        new = run_rate(rate, grid, args, out)
-        kept = [r for r in _points(out) if r["rate"] != rate]
-        (out / "points.json").write_text(json.dumps(kept + new, indent=1))
+        _save(out, rate, run_rate(rate, grid, args, out))
         text = _write_table(out, grid, args)
     print(text)
     sys.stdout.flush()
     return 0
+
+
+def _save(out: Path, rate: str, rows: list[dict]) -> None:
+    """points.json: this rate's rows so far replace its earlier ones; other rates' stay."""
+    kept = [r for r in _points(out) if r["rate"] != rate]
+    (out / "points.json").write_text(json.dumps(kept + rows, indent=1))
 
 
 def _points(out: Path) -> list[dict]:
