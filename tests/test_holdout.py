@@ -65,3 +65,9 @@ def test_holdout_without_namespaces_exits_cleanly(capsys):
     from dspbench.cli import main
     assert main(["emulate", "--protocol", "holdout", "--no-netns"]) == 0
     assert "Nothing was set up" in capsys.readouterr().err
+
+
+def test_round_to_round_spread_of_the_measured_ratio_is_reported():
+    rows = with_ratios([_row("dsp", 0, 1.0, 1.0), _row("dsp", 1, 1.0, 1.0),
+                        _row("ring", 0, 2.0, 2.0, ratio=2.0), _row("ring", 1, 3.0, 2.0, ratio=2.0)])
+    assert "round to round" in summary(rows) and "median 40%, max 40% over 1 points" in summary(rows)

@@ -50,6 +50,11 @@ def summary(rows: list[dict]) -> str:
     if loads:
         lines.append(f"- load average (1 min) at each launch: min {min(loads):.1f}, median "
                      f"{statistics.median(loads):.1f}, max {max(loads):.1f}")
+    spread = _round_spread(ratio)
+    if spread:
+        lines.append(f"- measured ratio from round to round, (max - min) / median per point over its rounds: median "
+                     f"{statistics.median(spread):.0%}, max {max(spread):.0%} over {len(spread)} points with 2+ rounds "
+                     f"(the measurement's own noise: no prediction can agree more closely than this)")
     for m in sorted({r["method"] for r in ratio}):
         sel = [r for r in ratio if r["method"] == m]
         errs = [r["ratio_err"] for r in sel if r["ratio_err"] is not None]
@@ -57,6 +62,15 @@ def summary(rows: list[dict]) -> str:
         lines.append(f"- {m}/dsp: within {TOL:.0%} {_frac([r['ratio_within'] for r in sel])}, covered "
                      f"{_frac([r['ratio_covered'] for r in sel])}{span}")
     return "\n".join(lines)
+
+
+def _round_spread(rows: list[dict]) -> list[float]:
+    """Per (rate, model, shape, method): (max - min) / median of its measured ratios over rounds."""
+    by: dict[tuple, list[float]] = {}
+    for r in rows:
+        if r["ratio_meas"] is not None:
+            by.setdefault((r["rate"], r["model"], r["T"], r["S"], r["method"]), []).append(r["ratio_meas"])
+    return [(max(v) - min(v)) / statistics.median(v) for v in by.values() if len(v) >= 2]
 
 
 def _f(x, fmt=".3f") -> str:
