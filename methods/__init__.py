@@ -7,7 +7,8 @@ from importlib.metadata import entry_points
 from dspbench.methods.dims import Dims, build_dims
 from dspbench.methods.spec import MethodSpec, Op
 
-BUILTIN = ("single", "dsp", "ulysses", "ring", "megatron_sp", "ulysses_deepspeed", "usp")
+BUILTIN = ("single", "dsp", "ulysses", "ulysses_all", "ring", "megatron_sp", "ulysses_deepspeed", "usp",
+           "allgather_kv", "ring_flash", "torch_cp", "dsp_hybrid")
 ENTRY_POINT_GROUP = "dspbench.methods"
 
 
@@ -20,6 +21,15 @@ def available() -> list[str]:
     return list(BUILTIN) + sorted(n for n in _plugins() if n not in BUILTIN)
 
 
+def unknown_method(name: str) -> str | None:
+    """Why `name` is no method here (None if it is one): a typo, or a plugin not installed."""
+    if name in BUILTIN or name in (plugins := _plugins()):
+        return None
+    installed = ", ".join(f"{n} ({ep.value})" for n, ep in sorted(plugins.items())) or "none"
+    return (f"unknown method {name!r}: not built in ({', '.join(BUILTIN)}) and no installed plugin of that "
+            f"name (entry-point group {ENTRY_POINT_GROUP!r}; installed plugins: {installed})")
+
+
 def get_method(name: str) -> MethodSpec:
     if name in BUILTIN:
         spec = import_module(f"{__name__}.{name}").METHOD
@@ -27,10 +37,10 @@ def get_method(name: str) -> MethodSpec:
         loaded = plugins[name].load()
         spec = getattr(loaded, "METHOD", loaded)
     else:
-        raise KeyError(f"unknown method {name!r}; available: {', '.join(available())}")
+        raise KeyError(unknown_method(name))
     if not isinstance(spec, MethodSpec):
         raise TypeError(f"method {name!r} must export a MethodSpec named METHOD, got {type(spec).__name__}")
     return spec
 
 
-__all__ = ["BUILTIN", "Dims", "MethodSpec", "Op", "available", "build_dims", "get_method"]
+__all__ = ["BUILTIN", "Dims", "MethodSpec", "Op", "available", "build_dims", "get_method", "unknown_method"]

@@ -103,14 +103,11 @@ _SEND_SCRATCH = threading.local()   # .bufs: dtype -> flat CPU buffer, reused by
 
 
 def _send_buffer(view: torch.Tensor) -> torch.Tensor:
-    """`view` as a contiguous tensor that only feeds a blocking collective: itself if contiguous
-    (no copy), else one copy. On CPU the copy goes into a per-thread scratch, grown and never
-    shrunk, instead of a new tensor: glibc serves blocks over its mmap threshold (32 MiB at most)
-    from fresh pages, and faulting in a fresh send buffer per switch cost as much as the copy and
-    the wire together (bench/micro/switch.py, 64 MiB/rank). The collective has returned before
-    the next call reuses the scratch (no async_op here). On CUDA the caching allocator already
-    recycles memory, so there the copy is a plain temporary.
-    """
+    """`view` as a contiguous tensor that only feeds a blocking collective: itself if contiguous,
+    else one copy, on CPU into a per-thread scratch grown and never shrunk: glibc serves blocks
+    over its mmap threshold from fresh pages, and faulting in a fresh send buffer per switch cost
+    as much as the copy and the wire together (bench/micro/switch.py, 64 MiB/rank). The
+    collective has returned before the scratch is reused (no async_op). CUDA's allocator recycles."""
     if view.is_contiguous() or view.device.type != "cpu":
         return view.contiguous()
     bufs = _SEND_SCRATCH.__dict__.setdefault("bufs", {})
@@ -122,11 +119,38 @@ def _send_buffer(view: torch.Tensor) -> torch.Tensor:
         return buf[: view.numel()].view(view.shape).copy_(view)
 
 
+A2A_STYLES = ("single", "list")
+_A2A = {"style": "single"}   # per process: a run's `--a2a`, set once by the worker
+
+
+def set_a2a_style(style: str) -> str:
+    """How blocking all-to-alls go on the wire (returns the previous style): `single`, one contiguous
+    all_to_all_single; `list`, the reference code's (`list_all_to_all`). Same bytes, same event."""
+    if style not in A2A_STYLES:
+        raise ValueError(f"a2a style must be one of {A2A_STYLES}, got {style!r}")
+    prev, _A2A["style"] = _A2A["style"], style
+    return prev
+
+
+def list_all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group: Group) -> torch.Tensor:
+    """Unrecorded. As VideoSys/OpenDiT: tensor_split `scatter_dim` into n chunks (each copied
+    contiguous), list all_to_all, torch.cat of the received chunks along `gather_dim`."""
+    inputs = [t.contiguous() for t in torch.tensor_split(x, size(group), scatter_dim)]
+    outputs = [torch.empty_like(inputs[0]) for _ in inputs]
+    dist.all_to_all(outputs, inputs, group=group)
+    return torch.cat(outputs, dim=gather_dim)
+
+
 def _all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group: Group, tag: str) -> torch.Tensor:
     """Split `scatter_dim` into n chunks, send chunk j to rank j, concatenate received along `gather_dim`."""
     n = size(group)
     if n == 1:
         return x
+    if _A2A["style"] == "list":   # the reference's transfer, recorded here like ours
+        with _watch(group, x.device) as w:
+            out = list_all_to_all(x, scatter_dim, gather_dim, group)
+        ledger.record("all_to_all", _phase(), n, _nbytes(x), tag, w.elapsed)
+        return out
     # (.., d_s, ..) -> (n, .., d_s/n, ..): the one copy into a contiguous send buffer.
     send = _send_buffer(x.unflatten(scatter_dim, (n, x.shape[scatter_dim] // n)).movedim(scatter_dim, 0))
     recv = torch.empty_like(send)

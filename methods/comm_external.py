@@ -1,4 +1,4 @@
-"""Put the collectives a library issues itself (DeepSpeed-Ulysses) in the ledger.
+"""Put the collectives a library issues itself (DeepSpeed-Ulysses, ring-flash-attn) in the ledger.
 
 It wraps the library's own c10d entry point for a while; it calls nothing of torch.distributed.
 """
@@ -58,3 +58,59 @@ class record_external_all_to_all:  # noqa: N801 - a context manager, named like 
 
     def __exit__(self, *exc) -> None:
         setattr(self.owner, self.name, self._original)
+
+
+# ---------------------------------------------------------------- ring-flash-attn's own ring
+_RING = threading.local()   # .tags: ledger tags of the RingComms the running forward/backward creates
+
+
+def record_ring_flash_attn(module, kv_tag: str, dkv_tag: str) -> None:
+    """Put the ring P2P of ring-flash-attn's `ring_flash_attn` module in the ledger, for the process.
+
+    That module builds a `RingComm` per forward (K, V) and two per backward (K, V, then the dK, dV
+    accumulators), each posting `batch_isend_irecv` itself. Its `RingComm` name is replaced by a
+    subclass that runs the library's code unchanged and records one `send_recv` event per
+    `commit()` (the bytes of the tensors it sends), as `comm.RingExchange.start` does; and its
+    forward and backward functions by wrappers that say which tags their RingComms get, in the
+    order they create them. Timed ledgers time each exchange alone (waited inside the stopwatch;
+    the library's own wait then finds nothing left). Idempotent.
+    """
+    if getattr(module, "_dspbench_recorded", False):
+        return
+    base = module.RingComm
+
+    class RecordedRingComm(base):
+        def __init__(self, process_group):
+            super().__init__(process_group)
+            tags = getattr(_RING, "tags", None)
+            self._tag, self._sent, self._device = (tags.pop(0) if tags else kv_tag), 0, None
+
+        def send_recv(self, to_send, recv_tensor=None):
+            self._sent, self._device = self._sent + _nbytes(to_send), to_send.device
+            return super().send_recv(to_send, recv_tensor)
+
+        def commit(self):
+            with _watch(self._process_group, self._device) as w:
+                super().commit()
+                if w.on:
+                    for req in self._reqs:
+                        req.wait()
+                    self._reqs = []   # gloo P2P works must not be waited twice
+            if self.world_size > 1:
+                ledger.record("send_recv", _phase(), self.world_size, self._sent, self._tag, w.elapsed)
+            self._sent = 0
+
+    def tagged(fn, tags):
+        def run(*args, **kwargs):
+            outer, _RING.tags = getattr(_RING, "tags", None), list(tags)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _RING.tags = outer
+        run.__wrapped__ = fn
+        return run
+
+    module.RingComm = RecordedRingComm
+    module.ring_flash_attn_forward = tagged(module.ring_flash_attn_forward, [kv_tag])
+    module.ring_flash_attn_backward = tagged(module.ring_flash_attn_backward, [kv_tag, dkv_tag])
+    module._dspbench_recorded = True

@@ -9,20 +9,14 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from dspbench.methods.comm import Group, size
+from dspbench.methods.comm import Group, list_all_to_all, size
 
 
 # ---------------------------------------------------------------- the switch benchmark's baselines
 def ref_all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group: Group) -> torch.Tensor:
-    """The reference switch, as VideoSys/OpenDiT write it: tensor_split `scatter_dim` into n chunks
-    (each copied contiguous), list all_to_all, torch.cat of the received chunks along `gather_dim`."""
-    n = size(group)
-    if n == 1:
-        return x
-    inputs = [t.contiguous() for t in torch.tensor_split(x, n, scatter_dim)]
-    outputs = [torch.empty_like(inputs[0]) for _ in range(n)]
-    dist.all_to_all(outputs, inputs, group=group)
-    return torch.cat(outputs, dim=gather_dim).contiguous()
+    """The reference switch, as VideoSys/OpenDiT write it (comm.list_all_to_all, which `--a2a list`
+    records): tensor_split, list all_to_all, cat."""
+    return x if size(group) == 1 else list_all_to_all(x, scatter_dim, gather_dim, group)
 
 
 def raw_all_to_all_single_(recv: torch.Tensor, send: torch.Tensor, group: Group) -> torch.Tensor:

@@ -19,8 +19,8 @@ def shard_sequence(model: nn.Module, dim: int, group) -> None:
 
 
 def attentions(model: nn.Module, axis: int | None = None):
-    """Self-attention seams, optionally only those attending over activation dim `axis`."""
-    return [m for m in model.modules() if isinstance(m, AxisAttention) and (axis is None or m.axis == axis)]
+    """Self-attention seams, optionally only those attending over activation dim `axis` (full3d: over all)."""
+    return [m for m in model.modules() if isinstance(m, AxisAttention) and (axis is None or axis in m.axes)]
 
 
 def is_sharded(p: torch.Tensor) -> bool:
@@ -65,6 +65,11 @@ def act_bytes(cfg: ModelConfig, shape: Shape, dtype_bytes: int, width: int | Non
     return shape.batch * shape.tokens * (width or cfg.hidden) * dtype_bytes
 
 
+def text_bytes(cfg: ModelConfig, shape: Shape, dtype_bytes: int) -> int:
+    """Bytes of the text stream (B, Ly, C): what joint attention gathers per attention."""
+    return shape.batch * cfg.text_len * cfg.hidden * dtype_bytes
+
+
 def out_bytes(cfg: ModelConfig, shape: Shape, dtype_bytes: int) -> int:
     """Bytes of the final layer's output tokens (what the exit gather moves)."""
     return act_bytes(cfg, shape, dtype_bytes, cfg.patch_volume * cfg.out_channels)
@@ -92,6 +97,7 @@ def heads_divisible(cfg: ModelConfig, n: int, method: str) -> str | None:
     return None
 
 
-def n_attn(cfg: ModelConfig) -> int:
-    """Self-attentions over each sequence dim in the whole model (every layout: depth each)."""
-    return cfg.depth
+def n_attn(cfg: ModelConfig, dim: str = "T") -> int:
+    """Self-attentions that attend over sequence dim `dim` in the whole model: `depth` of each kind
+    whose span holds it (one kind for stdit, axial3d, full3d; hybrid3d: the factorized one and the full one)."""
+    return cfg.depth * sum(dim in span for span in cfg.attn_spans)

@@ -10,6 +10,11 @@ K sequence dims (the paper's general case; axial3d has T, H, W): T is still shar
 every attention over another dim is local. Around attention over T the shard moves to the first
 other sequence dim, in the model's order, that N divides (S; H, else W, for axial3d), chosen from
 the tensor's extents, so the same 2 switches of M/N per attention over T hold for any K.
+
+Where DSP stops: a self-attention that spans every sequence dim at once (full3d: today's video
+DiTs attend over all T x H' x W' tokens) leaves no dim to hold the shard on while it runs, so no
+switch can make it local. `check()` says so, worded as not applicable (NOT_APPLICABLE) rather than
+as a constraint a different shape or degree would meet.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from dspbench.methods.spec import MethodSpec, Op
 
 
 ENTRY = "T"   # the sequence dim sharded where the token grid enters the blocks
+NOT_APPLICABLE = "not applicable: no sequence dim along which every attention is local"
 
 
 def switch_target(extents: dict[str, int], n: int) -> str | None:
@@ -28,7 +34,19 @@ def switch_target(extents: dict[str, int], n: int) -> str | None:
     return next((d for d, e in extents.items() if d != ENTRY and e % n == 0), None)
 
 
+def applicability(cfg) -> str | None:
+    """Why DSP cannot apply to this model at any shape or degree, or None: some self-attention
+    spans every sequence dim, so no switch leaves it a dim to hold the shard on."""
+    full = [span for span in cfg.attn_spans if set(span) >= set(cfg.seq_dims)]
+    if full:
+        return (f"{NOT_APPLICABLE} ({cfg.layout}'s self-attention spans {' x '.join(full[0])} at once; "
+                "DSP needs every attention to leave one sequence dim unattended)")
+    return None
+
+
 def _check(cfg, shape, dims):
+    if (reason := applicability(cfg)) is not None:
+        return reason
     # T and the switch target are sharded at some stage; heads are never split.
     extents = cfg.seq_extents(shape)
     reason = seq_dims_divisible(shape, dims.sp, ENTRY)

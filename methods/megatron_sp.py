@@ -5,6 +5,11 @@ residuals run on the shard). Every column-parallel linear all-gathers its input 
 (backward: reduce-scatter), every row-parallel linear reduce-scatters its partial output (backward:
 all-gather). Heads and MLP channels are split N ways, so heads % N == 0. Text keys/values come
 from replicated text tokens: `kv` is column-parallel without a gather.
+
+Joint text (full3d, MMDiT): the text q, k, v come from replicated text tokens too (`text_qkv`
+column-parallel without a gather), so each rank joins its H/N text heads to its H/N heads of the
+gathered sequence. The text output (B, Ly, H/N*D) is all-gathered over its features before a
+replicated `text_proj` (backward: reduce-scatter), which keeps the text stream whole on every rank.
 """
 from __future__ import annotations
 
@@ -12,10 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dspbench.models.config import ModelConfig
 from dspbench.models.layers import AxisAttention, CrossAttention, Mlp
 from dspbench.methods import comm
-from dspbench.methods.common import SHARDED, act_bytes, heads_divisible, shard_divisible, shard_sequence
+from dspbench.methods.common import SHARDED, act_bytes, heads_divisible, shard_divisible, shard_sequence, text_bytes
 from dspbench.methods.shards import ShardSpec, take_shard
 from dspbench.methods.spec import MethodSpec, Op
 
@@ -57,10 +61,23 @@ class RowParallelLinear(nn.Module):
         return y + self.bias
 
 
+class GatheredInputLinear(nn.Module):
+    """A replicated linear whose input arrives split over features: all-gather them first."""
+
+    def __init__(self, lin: nn.Linear, dims):
+        super().__init__()
+        self.weight, self.bias, self.group = lin.weight, lin.bias, dims.sp_group   # replicated, as they were
+
+    def forward(self, x):
+        return F.linear(comm.gather_from_seq(x, x.dim() - 1, self.group, "tp_text_gather"), self.weight, self.bias)
+
+
 def _plan(mod: nn.Module):
     """Tensor-parallel plan by seam type: (linear name, kind, fused chunks)."""
     if isinstance(mod, AxisAttention):
-        return [("qkv", "col", 3), ("proj", "row", 1)]
+        text = {"qkv": [("text_qkv", "col_replicated", 3), ("text_proj", "gather_in", 1)],
+                "kv": [("text_kv", "col_replicated", 2)]}.get(getattr(mod, "text", None), [])
+        return [("qkv", "col", 3), ("proj", "row", 1)] + text
     if isinstance(mod, CrossAttention):
         return [("q", "col", 1), ("kv", "col_replicated", 2), ("proj", "row", 1)]
     if isinstance(mod, Mlp):
@@ -73,8 +90,12 @@ def _parallelize(model, dims):
     for mod in list(model.modules()):
         for name, kind, chunks in _plan(mod):
             lin = getattr(mod, name)
-            new = (RowParallelLinear(lin, dims) if kind == "row"
-                   else ColumnParallelLinear(lin, chunks, dims, gather=(kind == "col")))
+            if kind == "gather_in":
+                new = GatheredInputLinear(lin, dims)
+            elif kind == "row":
+                new = RowParallelLinear(lin, dims)
+            else:
+                new = ColumnParallelLinear(lin, chunks, dims, gather=(kind == "col"))
             setattr(mod, name, new)
     return model
 
@@ -83,24 +104,20 @@ def _check(cfg, shape, dims):
     return heads_divisible(cfg, dims.sp, "megatron_sp") or shard_divisible(cfg, shape, dims)
 
 
-def _counts(cfg: ModelConfig) -> tuple[int, int]:
-    return cfg.n_self_attn, cfg.n_blocks
-
-
 def _forward_ops(cfg, shape, dims, b):
-    n_self, n_blocks = _counts(cfg)
-    regions = n_self + 2 * n_blocks        # self-attentions, cross-attentions, MLPs
+    regions = cfg.n_self_attn + cfg.n_cross_attn + cfg.n_blocks   # self-attentions, cross-attentions, MLPs
     M = act_bytes(cfg, shape, b)           # full activation: the gathered output / scattered input
-    return [Op("tp_gather", "all_gather", M, regions), Op("tp_scatter", "reduce_scatter", M, regions)]
+    return [Op("tp_gather", "all_gather", M, regions), Op("tp_scatter", "reduce_scatter", M, regions),
+            Op("tp_text_gather", "all_gather", text_bytes(cfg, shape, b), cfg.n_text_out)]
 
 
 def _sharded_params(cfg):
     C, Fh = cfg.hidden, cfg.mlp_hidden
-    n_self, n_blocks = _counts(cfg)
     self_attn = (3 * C * C + 3 * C) + C * C
     cross = (C * C + C) + (2 * C * C + 2 * C) + C * C
     mlp = (C * Fh + Fh) + Fh * C
-    return n_self * self_attn + n_blocks * (cross + mlp)
+    text = cfg.n_text_out * (3 * C * C + 3 * C) + (2 * C * C + 2 * C if cfg.joint else 0)   # text_qkv, text_kv
+    return cfg.n_self_attn * self_attn + cfg.n_cross_attn * cross + cfg.n_blocks * mlp + text
 
 
 METHOD = MethodSpec(

@@ -4,14 +4,18 @@ Forward, N steps: attend q to the K, V block at hand while the next block is alr
 (batch_isend_irecv), merging partial outputs by log-sum-exp in fp32 (N-1 exchanges of K, V).
 Backward, N steps: K, V go around again (N-1 exchanges) and each block's dK, dV accumulator
 travels with it in fp32 and makes one last hop home (N exchanges). Any head count.
+
+Joint text (full3d, MMDiT): the text q, k, v are replicated, so the text keys and values are one
+more local block every rank attends to (no exchange), and the text queries join the local queries:
+every rank sees every K, V block, so each computes the whole text output itself. Nothing more moves.
 """
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.autograd import Function
 
+from dspbench.models.layers import LocalAttention
 from dspbench.methods import comm
 from dspbench.methods.attn_kernels import block_backward, block_forward
 from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
@@ -29,31 +33,41 @@ def _merge(out, lse, blk_out, blk_lse):
 
 class _RingAttention(Function):
     @staticmethod
-    def forward(ctx, q, k, v, group):
+    def forward(ctx, q, k, v, kt, vt, group):
         ring, n = comm.RingExchange(group), comm.size(group)
         scale = q.shape[-1] ** -0.5
         kv = [k, v]
         out = lse = None
+        auxes = []   # per block, what its kernel's backward needs of the forward (CUDA flash)
+        text_aux = None
+        if kt is not None:   # the replicated text block, local on every rank
+            blk_out, lse, text_aux = block_forward(q, kt, vt, scale)
+            out = blk_out.float()
         for step in range(n):
             pending = ring.start(kv, "ring_kv", KV_TAG) if step < n - 1 else None
-            blk_out, blk_lse = block_forward(q, kv[0], kv[1], scale)
+            blk_out, blk_lse, aux = block_forward(q, kv[0], kv[1], scale)
+            auxes.append(aux)
             out, lse = (blk_out.float(), blk_lse) if out is None else _merge(out, lse, blk_out, blk_lse)
             if pending is not None:
                 kv = pending.wait()
         out = out.to(q.dtype)
-        ctx.save_for_backward(q, k, v, out, lse)
-        ctx.group, ctx.scale = group, scale
+        ctx.save_for_backward(q, k, v, kt, vt, out, lse)
+        ctx.group, ctx.scale, ctx.auxes, ctx.text_aux = group, scale, auxes, text_aux
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        q, k, v, out, lse = ctx.saved_tensors
+        q, k, v, kt, vt, out, lse = ctx.saved_tensors
         ring, n = comm.RingExchange(ctx.group), comm.size(ctx.group)
         dout = dout.contiguous()
         kv, dq, dkv = [k, v], torch.zeros_like(q, dtype=torch.float32), None
+        dkt = dvt = None
+        if kt is not None:   # the text block's dK, dV stay here: partial, summed with the replicated grads
+            dq_b, dkt, dvt = block_backward(dout, q, kt, vt, out, lse, ctx.scale, ctx.text_aux)
+            dq += dq_b
         for step in range(n):
             pending_kv = ring.start(kv, "ring_kv", KV_TAG) if step < n - 1 else None
-            dq_b, dk_b, dv_b = block_backward(dout, q, kv[0], kv[1], out, lse, ctx.scale)
+            dq_b, dk_b, dv_b = block_backward(dout, q, kv[0], kv[1], out, lse, ctx.scale, ctx.auxes[step])
             dq += dq_b
             if dkv is None:
                 acc = [dk_b.float(), dv_b.float()]
@@ -64,22 +78,28 @@ class _RingAttention(Function):
             if pending_kv is not None:
                 kv = pending_kv.wait()
         dk, dv = dkv.wait()   # after N hops each accumulator is back with the block's owner
-        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None
+        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), dkt, dvt, None
 
 
 class RingAttention(nn.Module):
-    """Drop-in for LocalAttention: q, k, v (B', L/N, H, D) -> (B', L/N, H, D)."""
+    """Drop-in for LocalAttention: q, k, v (B', L/N, H, D) -> (B', L/N, H, D); `joint` as LocalAttention."""
 
     def __init__(self, group):
         super().__init__()
         self.group = group
 
-    def forward(self, q, k, v):
+    def forward(self, q, k, v, joint=None):
+        if comm.size(self.group) == 1:   # a ring of one is plain attention (no P2P to oneself)
+            return LocalAttention()(q, k, v, joint=joint)
+        L = q.shape[1]
+        kt = vt = None
+        if joint is not None:   # text queries join the local ones; text K, V are a local block
+            q = q if joint[0] is None else torch.cat([q, joint[0]], dim=1)
+            kt, vt = (t.transpose(1, 2).contiguous() for t in joint[1:])
         # Kernels want (B', H, L, D) contiguous.
         q, k, v = (t.transpose(1, 2).contiguous() for t in (q, k, v))
-        if comm.size(self.group) == 1:   # a ring of one is plain attention (no P2P to oneself)
-            return F.scaled_dot_product_attention(q, k, v).transpose(1, 2)
-        return _RingAttention.apply(q, k, v, self.group).transpose(1, 2)
+        o = _RingAttention.apply(q, k, v, kt, vt, self.group).transpose(1, 2)
+        return o if joint is None else (o[:, :L], None if joint[0] is None else o[:, L:])
 
 
 def _check(cfg, shape, dims):
@@ -98,12 +118,12 @@ def _kv(cfg, shape, dims, b):
 
 
 def _forward_ops(cfg, shape, dims, b):
-    return [Op("ring_kv", "send_recv", _kv(cfg, shape, dims, b), (dims.sp - 1) * n_attn(cfg))]
+    return [Op("ring_kv", "send_recv", _kv(cfg, shape, dims, b), (dims.sp - 1) * n_attn(cfg, dims.shard))]
 
 
 def _backward_ops(cfg, shape, dims, b):
-    return [Op("ring_kv", "send_recv", _kv(cfg, shape, dims, b), (dims.sp - 1) * n_attn(cfg)),
-            Op("ring_dkv", "send_recv", _kv(cfg, shape, dims, 4), dims.sp * n_attn(cfg))]
+    return [Op("ring_kv", "send_recv", _kv(cfg, shape, dims, b), (dims.sp - 1) * n_attn(cfg, dims.shard)),
+            Op("ring_dkv", "send_recv", _kv(cfg, shape, dims, 4), dims.sp * n_attn(cfg, dims.shard))]
 
 
 METHOD = MethodSpec(

@@ -6,7 +6,9 @@ A method module `methods/<name>.py` (or a plugin module, see docs/adding-a-metho
 - `parallelize(model, dims) -> model`: attach to the model's named seams, in place;
 - `forward_ops(cfg, shape, dims, dtype_bytes) -> [Op]`: the collectives of one forward pass
   through the blocks, analytically; the backward defaults to their conjugates;
-- `sharded_params(cfg) -> int`: parameters the method shards (excluded from the SP gradient sync).
+- `sharded_params(cfg) -> int`: parameters the method shards (excluded from the SP gradient sync);
+- `check_run(dtype, mode, backend) -> str | None` (optional): why this precision, mode or backend
+  cannot run (a library's limits: ring-flash-attn's fp32 backward, torch's CPU context parallel).
 `comm_bytes(...)` is derived from these and must equal the ledger exactly.
 """
 from __future__ import annotations
@@ -49,6 +51,10 @@ def _no_params(cfg: ModelConfig) -> int:
     return 0
 
 
+def _runs_anywhere(dtype: str, mode: str, backend: str) -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class MethodSpec:
     name: str
@@ -59,15 +65,18 @@ class MethodSpec:
     forward_ops: Callable[[ModelConfig, Shape, Dims, int], list[Op]]
     backward_ops: Callable[[ModelConfig, Shape, Dims, int], list[Op]] | None = None
     sharded_params: Callable[[ModelConfig], int] = _no_params
+    check_run: Callable[[str, str, str], str | None] = _runs_anywhere
 
     def comm_bytes(self, cfg: ModelConfig, shape: Shape, dims: Dims, dtype=torch.float32,
-                   mode: str = "train", tagged: bool = True) -> dict[str, int]:
-        """Analytic wire bytes per rank for one step: {'tag/op.phase': bytes} (or {'op.phase': ...})."""
-        return comm_bytes(self, cfg, shape, dims, dtype, mode, tagged)
+                   mode: str = "train", tagged: bool = True, engine: bool = False) -> dict[str, int]:
+        """Analytic wire bytes per rank for one step: {'tag/op.phase': bytes} (or {'op.phase': ...}).
+        `engine`: a training engine (ZeRO) reduces the gradients itself (see step_plan)."""
+        return comm_bytes(self, cfg, shape, dims, dtype, mode, tagged, engine)
 
-    def plan(self, cfg: ModelConfig, shape: Shape, dims: Dims, dtype=torch.float32, mode: str = "train"):
+    def plan(self, cfg: ModelConfig, shape: Shape, dims: Dims, dtype=torch.float32, mode: str = "train",
+             engine: bool = False):
         """[(phase, Op)] for one step on one SP rank: what the formula counts, in order of kind."""
-        return step_plan(self, cfg, shape, dims, dtype, mode)
+        return step_plan(self, cfg, shape, dims, dtype, mode, engine)
 
 
 def dtype_size(dtype) -> int:
@@ -76,10 +85,18 @@ def dtype_size(dtype) -> int:
     return torch.empty((), dtype=dtype).element_size()
 
 
-def step_plan(spec: MethodSpec, cfg, shape, dims, dtype, mode) -> list[tuple[str, Op]]:
+def step_plan(spec: MethodSpec, cfg, shape, dims, dtype, mode, engine: bool = False) -> list[tuple[str, Op]]:
+    """The step's collectives through our comm layer. With a training `engine` (DeepSpeed ZeRO)
+    the engine reduces gradients over the DP x SP mesh itself (its traffic is accounted apart), so
+    the gradient syncs drop out, except the SP sum of a method's replicated parameters when it
+    shards others (Megatron-SP: the engine sees its SP group as model parallel)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     plan = _sp_plan(spec, cfg, shape, dims, dtype, mode) if dims.sp > 1 else []
+    if engine:
+        keep_sp_sum = spec.sharded_params(cfg) > 0
+        return [(ph, o) for ph, o in plan if o.tag not in ("grad_sync", "dp_grad_sync")
+                or (o.tag == "grad_sync" and keep_sp_sum)]
     if mode == "train" and dims.dp > 1:   # data-parallel mean of this rank's gradients
         sharded = spec.sharded_params(cfg)
         local = param_count(cfg) - sharded + sharded // dims.sp
@@ -103,9 +120,9 @@ def _sp_plan(spec: MethodSpec, cfg, shape, dims, dtype, mode) -> list[tuple[str,
     return plan
 
 
-def comm_bytes(spec, cfg, shape, dims, dtype, mode, tagged=True) -> dict[str, int]:
+def comm_bytes(spec, cfg, shape, dims, dtype, mode, tagged=True, engine=False) -> dict[str, int]:
     out: dict[str, int] = defaultdict(int)
-    for phase, o in step_plan(spec, cfg, shape, dims, dtype, mode):
+    for phase, o in step_plan(spec, cfg, shape, dims, dtype, mode, engine):
         if o.count:
             n = o.group_size(dims)
             out[key(o.op, phase, o.tag if tagged else None)] += o.count * wire_bytes(o.op, o.payload, n)

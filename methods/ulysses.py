@@ -3,28 +3,51 @@
 Inside the attention over the sharded dim: q, k, v (B', L/N, H, D) -a2a(H->L)-> (B', L, H/N, D),
 local attention, then the output back (B', L, H/N, D) -a2a(L->H)-> (B', L/N, H, D): 4 all-to-alls.
 Attention over the other dim, cross-attention and the MLP are local. Needs heads % N == 0.
+
+Joint text (full3d, MMDiT): the text q, k, v are replicated, so each rank takes its own H/N heads
+of them without communication and joins them to the gathered sequence; the text output
+(B, Ly, H/N, D) is all-gathered over heads so every rank holds the whole text stream again
+(backward: reduce-scatter), one more collective per attention.
 """
 from __future__ import annotations
 
 from torch import nn
 
 from dspbench.methods import comm
-from dspbench.methods.common import act_bytes, attentions, heads_divisible, n_attn, shard_divisible, shard_sequence
+from dspbench.methods.common import act_bytes, attentions, heads_divisible, n_attn, shard_divisible, shard_sequence, text_bytes
 from dspbench.methods.spec import MethodSpec, Op
 
-L_DIM, H_DIM = 1, 2   # of q, k, v (B', L, H, D)
+B_DIM, L_DIM, H_DIM = 0, 1, 2   # of q, k, v (B', L, H, D)
 
 
 class UlyssesAttention(nn.Module):
-    def __init__(self, local: nn.Module, group):
-        super().__init__()
-        self.local, self.group = local, group
+    """q, k, v sharded on `gather_dim` (L: the attended dim; B': a dim attention treats as batch)
+    -a2a(H->gather_dim)-> whole on it with H/N heads, local attention, and the output back."""
 
-    def forward(self, q, k, v):
-        g = self.group
-        q, k, v = (comm.all_to_all(t, H_DIM, L_DIM, g, "ulysses_qkv") for t in (q, k, v))
-        o = self.local(q, k, v)
-        return comm.all_to_all(o, L_DIM, H_DIM, g, "ulysses_out")
+    def __init__(self, local: nn.Module, group, gather_dim: int = L_DIM):
+        super().__init__()
+        self.local, self.group, self.gather_dim = local, group, gather_dim
+
+    def forward(self, q, k, v, joint=None):
+        g, d = self.group, self.gather_dim
+        q, k, v = (comm.all_to_all(t, H_DIM, d, g, "ulysses_qkv") for t in (q, k, v))
+        if joint is None:
+            return comm.all_to_all(self.local(q, k, v), d, H_DIM, g, "ulysses_out")
+        # Text joins the attended sequence: only where that is what was gathered (full3d: always L).
+        assert d == L_DIM, "joint text needs the attended dim gathered (gather_dim == L)"
+        o, ot = self.local(q, k, v, joint=joint_heads(joint, g))
+        return comm.all_to_all(o, d, H_DIM, g, "ulysses_out"), gather_heads(ot, g, "ulysses_joint_out")
+
+
+def joint_heads(joint, group):
+    """This rank's heads of the replicated text q, k, v (no comm; backward: zero-padded, partial).
+    A None (the last block's text queries) stays None."""
+    return [None if t is None else comm.split(t, H_DIM, group) for t in joint]
+
+
+def gather_heads(ot, group, tag: str):
+    """(B, Ly, H/N, D) -> (B, Ly, H, D) on every rank; backward: reduce-scatter of the partial gradients."""
+    return None if ot is None else comm.gather_from_seq(ot, H_DIM, group, tag)
 
 
 def _check(cfg, shape, dims):
@@ -40,8 +63,9 @@ def _parallelize(model, dims):
 
 def _forward_ops(cfg, shape, dims, b):
     shard = act_bytes(cfg, shape, b) // dims.sp
-    return [Op("ulysses_qkv", "all_to_all", shard, 3 * n_attn(cfg)),
-            Op("ulysses_out", "all_to_all", shard, n_attn(cfg))]
+    n = n_attn(cfg, dims.shard)
+    return [Op("ulysses_qkv", "all_to_all", shard, 3 * n), Op("ulysses_out", "all_to_all", shard, n),
+            Op("ulysses_joint_out", "all_gather", text_bytes(cfg, shape, b), cfg.n_text_out)]
 
 
 METHOD = MethodSpec(

@@ -10,6 +10,11 @@ its init would JIT-build a shared-memory op for minutes, which we switch off).
 
 DeepSpeed returns silently wrong output when the sequence does not divide the degree (DeepSpeed
 issues #7384, #7842), and uneven heads need its `groups.mpu`: `check` rejects both up front.
+
+Joint text (full3d): DistributedAttention hands extra keyword arguments to the local attention,
+so the replicated text q, k, v ride along as `joint`; the local attention takes this rank's heads
+of them and joins them as `ulysses` does, and the text output is all-gathered over heads by our
+comm layer (tag `ulysses_joint_out`), outside DeepSpeed.
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ from torch import nn
 from dspbench.methods import comm, comm_external
 from dspbench.methods.common import attentions, heads_divisible, shard_divisible, shard_sequence
 from dspbench.methods.spec import MethodSpec
-from dspbench.methods.ulysses import H_DIM, L_DIM, _forward_ops
+from dspbench.methods.ulysses import H_DIM, L_DIM, _forward_ops, gather_heads, joint_heads
 
 NAME = "ulysses_deepspeed"
 
@@ -83,8 +88,12 @@ class _MarkedLocal(nn.Module):
         super().__init__()
         self.local = local
 
-    def forward(self, q, k, v):
-        o = self.local(q, k, v)
+    def forward(self, q, k, v, joint=None, group=None, text_out=None):
+        if joint is None:
+            o = self.local(q, k, v)
+        else:   # this rank's text heads join; the text output leaves through `text_out`
+            o, ot = self.local(q, k, v, joint=joint_heads(joint, group))
+            text_out.append(ot)
         _FWD[-1] = "ulysses_out"
         if o.requires_grad:   # backward: its gradient is here, q, k, v go back next
             o.register_hook(_set_bwd("ulysses_qkv"))
@@ -92,24 +101,34 @@ class _MarkedLocal(nn.Module):
 
 
 class DeepSpeedUlyssesAttention(nn.Module):
-    """DeepSpeed's DistributedAttention on q, k, v `(B', L/N, H, D)` -> `(B', L/N, H, D)`."""
+    """DeepSpeed's DistributedAttention on q, k, v `(B', L/N, H, D)` -> `(B', L/N, H, D)`, or, with
+    `gather_dim=0` (B': `ulysses_all`'s attention over an unsharded dim), on `(B'/N, L, H, D)`."""
 
-    def __init__(self, local: nn.Module, group):
+    def __init__(self, local: nn.Module, group, gather_dim: int = L_DIM):
         super().__init__()
         init_deepspeed()
         from deepspeed.sequence.layer import DistributedAttention
         # Batch-first (batch_dim_idx=0): scatter the heads, gather the sequence; back the other way.
-        self.dist_attn = DistributedAttention(_MarkedLocal(local), group, scatter_idx=H_DIM, gather_idx=L_DIM)
+        # Gathering B' instead: DeepSpeed's sequence-first layout (batch_dim_idx=1) reads dim 0 as
+        # its sequence, so it scatters the heads and gathers B', rank-major, as our all-to-all does.
+        self.batch_dim_idx = 0 if gather_dim == L_DIM else 1
+        self.dist_attn = DistributedAttention(_MarkedLocal(local), group, scatter_idx=H_DIM, gather_idx=gather_dim)
+        self.group = group
 
-    def forward(self, q, k, v):
+    def forward(self, q, k, v, joint=None):
         _FWD.append("ulysses_qkv")
+        text_out: list = []
         try:
-            o = self.dist_attn(q, k, v, 0)
+            if joint is None:
+                o = self.dist_attn(q, k, v, self.batch_dim_idx)
+            else:   # joint text only where the attended dim is gathered (full3d)
+                assert self.batch_dim_idx == 0, "joint text needs gather_dim == L"
+                o = self.dist_attn(q, k, v, 0, None, joint=joint, group=self.group, text_out=text_out)
         finally:
             _FWD.pop()
         if o.requires_grad:   # backward: the output's all-to-all goes back first
             o.register_hook(_set_bwd("ulysses_out"))
-        return o
+        return o if joint is None else (o, gather_heads(text_out[0], self.group, "ulysses_joint_out"))  # None: K, V only
 
 
 def _check(cfg, shape, dims):

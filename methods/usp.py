@@ -9,15 +9,20 @@ sequence dim (`dims.shard`), as for ulysses and ring; inside attention over it:
 Degrees: u = the largest divisor of N that divides the head count, r = N / u. Per attention a
 Ulysses all-to-all moves (u-1)/u of M/N and a ring step 2M/N, so as much Ulysses as the heads
 allow is the cheapest split (xDiT's advice too). u = N is Ulysses, u = 1 is Ring.
+
+Joint text (full3d, MMDiT; xDiT's joint attention): each rank takes its Ulysses sub-group's H/u
+heads of the replicated text q, k, v (no comm), the ring treats the text K, V as a local block
+(ring.py), and the text output is all-gathered over heads in the Ulysses sub-group (u > 1).
 """
 from __future__ import annotations
 
 from torch import nn
 
 from dspbench.methods import comm
-from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
+from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence, text_bytes
 from dspbench.methods.ring import RingAttention
-from dspbench.methods.spec import MethodSpec, Op
+from dspbench.methods.spec import CONJUGATE, MethodSpec, Op
+from dspbench.methods.ulysses import gather_heads, joint_heads
 
 L_DIM, H_DIM = 1, 2   # of q, k, v (B', L, H, D)
 
@@ -37,14 +42,16 @@ class USPAttention(nn.Module):
         self.ulysses = ulysses
         self.attend = RingAttention(ring) if ring is not None else local
 
-    def forward(self, q, k, v):
+    def forward(self, q, k, v, joint=None):
         g = self.ulysses
-        if g is not None:   # (B', L/N, H, D) -a2a(H->L)-> (B', L/r, H/u, D)
-            q, k, v = (comm.all_to_all(t, H_DIM, L_DIM, g, "usp_qkv") for t in (q, k, v))
-        o = self.attend(q, k, v)
-        if g is not None:   # (B', L/r, H/u, D) -a2a(L->H)-> (B', L/N, H, D)
-            o = comm.all_to_all(o, L_DIM, H_DIM, g, "usp_out")
-        return o
+        if g is None:
+            return self.attend(q, k, v) if joint is None else self.attend(q, k, v, joint=joint)
+        # (B', L/N, H, D) -a2a(H->L)-> (B', L/r, H/u, D)
+        q, k, v = (comm.all_to_all(t, H_DIM, L_DIM, g, "usp_qkv") for t in (q, k, v))
+        if joint is None:   # (B', L/r, H/u, D) -a2a(L->H)-> (B', L/N, H, D)
+            return comm.all_to_all(self.attend(q, k, v), L_DIM, H_DIM, g, "usp_out")
+        o, ot = self.attend(q, k, v, joint=joint_heads(joint, g))
+        return comm.all_to_all(o, L_DIM, H_DIM, g, "usp_out"), gather_heads(ot, g, "usp_joint_out")
 
 
 _GROUPS: dict = {}   # (id(sp_group), sp, u) -> (sp_group, ulysses, ring); sp_group kept so ids stay unique
@@ -91,25 +98,27 @@ def _parallelize(model, dims):
 def _ops(cfg, shape, dims, b) -> tuple[int, int, int, int]:
     u, r = degrees(cfg.heads, dims.sp)
     shard = act_bytes(cfg, shape, b) // dims.sp   # one rank's q, k, v or out, before and after the a2a
-    return u, r, shard, n_attn(cfg)
+    return u, r, shard, n_attn(cfg, dims.shard)
 
 
-def _ulysses_ops(u, shard, n):
+def _ulysses_ops(cfg, shape, b, u, shard, n):
     a2a = n if u > 1 else 0
-    return [Op("usp_qkv", "all_to_all", shard, 3 * a2a, ranks=u), Op("usp_out", "all_to_all", shard, a2a, ranks=u)]
+    return [Op("usp_qkv", "all_to_all", shard, 3 * a2a, ranks=u), Op("usp_out", "all_to_all", shard, a2a, ranks=u),
+            Op("usp_joint_out", "all_gather", text_bytes(cfg, shape, b), cfg.n_text_out if u > 1 else 0, ranks=u)]
 
 
 def _forward_ops(cfg, shape, dims, b):
     u, r, shard, n = _ops(cfg, shape, dims, b)
     # The ring passes this rank's K and V (B', L/r, H/u, D): 2M/N, r-1 times per attention.
-    return _ulysses_ops(u, shard, n) + [Op("ring_kv", "send_recv", 2 * shard, (r - 1) * n, ranks=r)]
+    return _ulysses_ops(cfg, shape, b, u, shard, n) + [Op("ring_kv", "send_recv", 2 * shard, (r - 1) * n, ranks=r)]
 
 
 def _backward_ops(cfg, shape, dims, b):
     u, r, shard, n = _ops(cfg, shape, dims, b)
     dkv = 2 * act_bytes(cfg, shape, 4) // dims.sp   # fp32 dK, dV accumulators, r hops home (ring.py)
-    return _ulysses_ops(u, shard, n) + [Op("ring_kv", "send_recv", 2 * shard, (r - 1) * n, ranks=r),
-                                        Op("ring_dkv", "send_recv", dkv, r * n if r > 1 else 0, ranks=r)]
+    ulysses = [o._replace(op=CONJUGATE[o.op]) for o in _ulysses_ops(cfg, shape, b, u, shard, n)]
+    return ulysses + [Op("ring_kv", "send_recv", 2 * shard, (r - 1) * n, ranks=r),
+                      Op("ring_dkv", "send_recv", dkv, r * n if r > 1 else 0, ranks=r)]
 
 
 METHOD = MethodSpec(

@@ -2,12 +2,13 @@
 from dspbench.models.config import MODELS, ModelConfig, Shape, get_config
 from dspbench.models.axial import H_DIM, W_DIM, AxialDiT
 from dspbench.models.dit import S_DIM, T_DIM, SpatialTemporalDiT
+from dspbench.models.full3d import Full3DDiT
 from dspbench.models.inputs import make_inputs
 
 
 def build_model(cfg: ModelConfig) -> SpatialTemporalDiT:
-    return AxialDiT(cfg) if cfg.layout == "axial3d" else SpatialTemporalDiT(cfg)
+    return {"axial3d": AxialDiT, "full3d": Full3DDiT, "hybrid3d": Full3DDiT}.get(cfg.layout, SpatialTemporalDiT)(cfg)
 
 
 __all__ = ["MODELS", "ModelConfig", "Shape", "get_config", "build_model", "make_inputs",
-           "SpatialTemporalDiT", "AxialDiT", "S_DIM", "T_DIM", "H_DIM", "W_DIM"]
+           "SpatialTemporalDiT", "AxialDiT", "Full3DDiT", "S_DIM", "T_DIM", "H_DIM", "W_DIM"]

@@ -13,7 +13,8 @@ from torch import nn
 
 from dspbench.models.config import ModelConfig
 from dspbench.models.dit import T_DIM, SpatialTemporalDiT
-from dspbench.models.layers import AxisAttention, CrossAttention, Mlp, PatchEmbed3D, modulate, per_sample
+from dspbench.models.block import DiTBlock
+from dspbench.models.layers import AxisAttention, PatchEmbed3D, per_sample
 
 H_DIM, W_DIM = 2, 3   # activation dims of (B, T, H, W, C); T_DIM = 1 as in dit.py
 
@@ -25,29 +26,21 @@ class PatchEmbedGrid(PatchEmbed3D):
         return self.proj(x).permute(0, 2, 3, 4, 1)          # (B, C, T', H', W') -> (B, T', H', W', C)
 
 
-class AxialBlock(nn.Module):
+class AxialBlock(DiTBlock):
     """x += g*SA_H(mod(norm x)); x += g*SA_W(mod(norm x)); x += g*SA_T(mod(norm x)); x += CA(x, y);
     x += g*MLP(mod(norm x)). One adaLN table per block, as in STDiT (spatial before temporal)."""
 
-    def __init__(self, cfg: ModelConfig):
-        super().__init__()
+    def make_attention(self, cfg: ModelConfig) -> None:
         C = cfg.hidden
-        self.norm1 = nn.LayerNorm(C, elementwise_affine=False, eps=1e-6)
         self.height_attn = AxisAttention(C, cfg.heads, axis=H_DIM)
         self.width_attn = AxisAttention(C, cfg.heads, axis=W_DIM)
         self.temporal_attn = AxisAttention(C, cfg.heads, axis=T_DIM)
-        self.cross_attn = CrossAttention(C, cfg.heads)
-        self.norm2 = nn.LayerNorm(C, elementwise_affine=False, eps=1e-6)
-        self.mlp = Mlp(C, cfg.mlp_hidden)
-        self.scale_shift_table = nn.Parameter(torch.randn(6, C) / C ** 0.5)
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor, tmod: torch.Tensor) -> torch.Tensor:
-        sh_a, sc_a, g_a, sh_m, sc_m, g_m = (self.scale_shift_table[None] + tmod.unflatten(1, (6, -1))).unbind(1)
-        g_a, g_m = per_sample(g_a, x), per_sample(g_m, x)
+    def mix(self, x, y, pre, gate):
+        g = per_sample(gate, x)
         for attn in (self.height_attn, self.width_attn, self.temporal_attn):
-            x = x + g_a * attn(modulate(self.norm1(x), sh_a, sc_a))
-        x = x + self.cross_attn(x, y)
-        return x + g_m * self.mlp(modulate(self.norm2(x), sh_m, sc_m))
+            x = x + g * attn(pre(x))
+        return x, y
 
 
 class AxialDiT(SpatialTemporalDiT):

@@ -1,17 +1,26 @@
 """Model configurations: the dataclass is the schema, flavors live in a dict in code."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 # Sequence dims of each layout's block activation (see ModelConfig.seq_dims).
-_SEQ_DIMS = {"stdit": {"T": 1, "S": 2}, "stdit3": {"T": 1, "S": 2}, "axial3d": {"T": 1, "H": 2, "W": 3}}
+_SEQ_DIMS = {"stdit": {"T": 1, "S": 2}, "stdit3": {"T": 1, "S": 2}, "axial3d": {"T": 1, "H": 2, "W": 3},
+             "full3d": {"T": 1, "S": 2}, "hybrid3d": {"T": 1, "S": 2}}
+# The sequence dims each kind of self-attention spans, in block order (ModelConfig.attn_spans).
+_ATTN_SPANS = {"stdit": (("S",), ("T",)), "stdit3": (("S",), ("T",)), "axial3d": (("H",), ("W",), ("T",)),
+               "full3d": (("T", "S"),), "hybrid3d": (("S",), ("T",), ("T", "S"))}
+TEXT_MODES = ("cross", "joint")
 
 
 @dataclass(frozen=True)
 class ModelConfig:
     layout: str = "stdit"          # stdit (spatial+temporal in one block) | stdit3 (alternating blocks)
                                    # | axial3d (T, H, W attention in one block; models/axial.py)
-    depth: int = 2                 # stdit, axial3d: blocks; stdit3: spatial/temporal block *pairs*
+                                   # | full3d (one attention over all T x S tokens; models/full3d.py)
+                                   # | hybrid3d (a spatial, a temporal and a full3d block per depth)
+    depth: int = 2                 # stdit, axial3d, full3d: blocks; stdit3: spatial/temporal block *pairs*;
+                                   # hybrid3d: (spatial, temporal, full) block triples
     hidden: int = 64
     heads: int = 4
     mlp_ratio: float = 4.0
@@ -22,6 +31,9 @@ class ModelConfig:
     learn_sigma: bool = True       # output channels = 2 * in_channels
     freq_dim: int = 256            # sinusoidal timestep features
     grad_ckpt: bool = False        # activation checkpointing per block
+    mlp_dim: int = 0               # MLP width; 0: hidden * mlp_ratio (Wan publishes widths, not ratios)
+    text_mode: str = "cross"       # cross: cross-attention to text (Wan); joint: text tokens join the
+                                   # self-attention with their own projections (MMDiT; full3d only)
 
     @property
     def head_dim(self) -> int:
@@ -29,7 +41,7 @@ class ModelConfig:
 
     @property
     def mlp_hidden(self) -> int:
-        return int(self.hidden * self.mlp_ratio)
+        return self.mlp_dim or int(self.hidden * self.mlp_ratio)
 
     @property
     def out_channels(self) -> int:
@@ -49,14 +61,37 @@ class ModelConfig:
         return dict(_SEQ_DIMS[self.layout])
 
     @property
+    def attn_spans(self) -> tuple[tuple[str, ...], ...]:
+        """The sequence dims each kind of self-attention attends over; `depth` of each in the stack."""
+        return _ATTN_SPANS[self.layout]
+
+    @property
+    def joint(self) -> bool:
+        return self.text_mode == "joint"
+
+    @property
     def n_blocks(self) -> int:
-        """Blocks in the stack; each has one cross-attention and one MLP."""
-        return 2 * self.depth if self.layout == "stdit3" else self.depth
+        """Blocks in the stack; each has one MLP and (text_mode cross) one cross-attention."""
+        return {"stdit3": 2, "hybrid3d": 3}.get(self.layout, 1) * self.depth
 
     @property
     def n_self_attn(self) -> int:
-        """Self-attentions in the stack: `depth` over each sequence dim, every layout."""
-        return len(self.seq_dims) * self.depth
+        """Self-attentions in the stack: `depth` of each kind (one per sequence dim; full3d: one)."""
+        return len(self.attn_spans) * self.depth
+
+    @property
+    def n_text_out(self) -> int:
+        """Joint attentions whose text output continues (all but the last block's: keys, values only)."""
+        return self.depth - 1 if self.joint else 0
+
+    @property
+    def n_cross_attn(self) -> int:
+        return 0 if self.joint else self.n_blocks
+
+    def attn_lengths(self, shape: "Shape") -> list[int]:
+        """Sequence length of each kind of self-attention (the product of the extents it spans)."""
+        ext = self.seq_extents(shape)
+        return [math.prod(ext[d] for d in span) for span in self.attn_spans]
 
     def seq_extents(self, shape: "Shape") -> dict[str, int]:
         """Token extent of each sequence dim for a `shape` (axial3d splits S as `Shape.token_hw`)."""
@@ -69,6 +104,10 @@ class ModelConfig:
             raise ValueError(f"hidden {self.hidden} is not divisible by heads {self.heads}")
         if self.layout not in _SEQ_DIMS:
             raise ValueError(f"unknown layout {self.layout!r} ({' | '.join(_SEQ_DIMS)})")
+        if self.text_mode not in TEXT_MODES:
+            raise ValueError(f"text_mode must be one of {' | '.join(TEXT_MODES)}, got {self.text_mode!r}")
+        if self.joint and self.layout != "full3d":
+            raise ValueError(f"text_mode joint needs layout full3d (got {self.layout})")
 
     def with_(self, **kw) -> "ModelConfig":
         return replace(self, **kw)
@@ -118,6 +157,22 @@ MODELS: dict[str, ModelConfig] = {
 }
 # axial3d (three sequence dims T, H, W): the same sizes, blocks attend over each dim in turn.
 MODELS.update({f"axial3d-{size}": ModelConfig(layout="axial3d", **_SIZES[size]) for size in ("tiny", "small", "xl")})
+
+# full3d: Wan 2.1's two published classes (T2V-1.3B, T2V-14B: dim, heads, layers, ffn_dim; 16 VAE
+# channels, no learned sigma, umT5 features of 4096 for 512 text tokens, patch 1x2x2), and tiny.
+_WAN = dict(in_channels=16, learn_sigma=False, caption_channels=4096, text_len=512)
+_FULL3D = {
+    "tiny": dict(depth=2, hidden=64, heads=4, caption_channels=64, text_len=8),
+    "1.3b": dict(depth=30, hidden=1536, heads=12, mlp_dim=8960, **_WAN),
+    "14b": dict(depth=40, hidden=5120, heads=40, mlp_dim=13824, **_WAN),
+}
+for _size, _kw in _FULL3D.items():   # joint: the same sizes with MMDiT-style joint text attention
+    MODELS[f"full3d-{_size}"] = ModelConfig(layout="full3d", **_kw)
+    MODELS[f"full3d-joint-{_size}"] = ModelConfig(layout="full3d", text_mode="joint", **_kw)
+# hybrid3d: factorized blocks (spatial, temporal) with a full-attention block after each pair, the
+# case where a DSP variant still applies (methods/dsp_hybrid.py); tiny only (a design point, not a
+# published model).
+MODELS["hybrid3d-tiny"] = ModelConfig(layout="hybrid3d", **_FULL3D["tiny"])
 
 
 def get_config(name: str, **overrides) -> ModelConfig:

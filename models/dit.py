@@ -13,56 +13,40 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from dspbench.models.config import ModelConfig
-from dspbench.models.layers import (AxisAttention, CaptionEmbedder, CrossAttention, FinalLayer, Mlp, PatchEmbed3D,
-                     SeqSeam, TimestepEmbedder, modulate, per_sample, sincos_1d, sincos_2d)
+from dspbench.models.block import DiTBlock
+from dspbench.models.layers import (AxisAttention, CaptionEmbedder, FinalLayer, PatchEmbed3D, SeqSeam, TimestepEmbedder,
+                     per_sample, sincos_1d, sincos_2d)
 
 T_DIM, S_DIM = 1, 2   # activation dims of (B, T, S, C)
 
 
-class STDiTBlock(nn.Module):
+class STDiTBlock(DiTBlock):
     """OpenSora v1.0: x += g*SA_S(mod(norm x)); x += g*SA_T(x); x += CA(x, y); x += g*MLP(mod(norm x))."""
 
-    def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        C = cfg.hidden
-        self.norm1 = nn.LayerNorm(C, elementwise_affine=False, eps=1e-6)
-        self.spatial_attn = AxisAttention(C, cfg.heads, axis=S_DIM)
-        self.temporal_attn = AxisAttention(C, cfg.heads, axis=T_DIM)
-        self.cross_attn = CrossAttention(C, cfg.heads)
-        self.norm2 = nn.LayerNorm(C, elementwise_affine=False, eps=1e-6)
-        self.mlp = Mlp(C, cfg.mlp_hidden)
-        self.scale_shift_table = nn.Parameter(torch.randn(6, C) / C ** 0.5)
+    def make_attention(self, cfg: ModelConfig) -> None:
+        self.spatial_attn = AxisAttention(cfg.hidden, cfg.heads, axis=S_DIM)
+        self.temporal_attn = AxisAttention(cfg.hidden, cfg.heads, axis=T_DIM)
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor, tmod: torch.Tensor) -> torch.Tensor:
-        sh_a, sc_a, g_a, sh_m, sc_m, g_m = (self.scale_shift_table[None] + tmod.unflatten(1, (6, -1))).unbind(1)
-        g_a, g_m = per_sample(g_a, x), per_sample(g_m, x)
-        x = x + g_a * self.spatial_attn(modulate(self.norm1(x), sh_a, sc_a))
+    def mix(self, x, y, pre, gate):
+        g = per_sample(gate, x)
+        x = x + g * self.spatial_attn(pre(x))
         # As in OpenSora v1.0 the temporal branch reads the un-normalised residual stream.
-        x = x + g_a * self.temporal_attn(x)
-        x = x + self.cross_attn(x, y)
-        return x + g_m * self.mlp(modulate(self.norm2(x), sh_m, sc_m))
+        return x + g * self.temporal_attn(x), y
 
 
-class STDiT3Block(nn.Module):
+class STDiT3Block(DiTBlock):
     """OpenSora 1.2 STDiT3: one self-attention (spatial or temporal), cross-attention, MLP."""
 
     def __init__(self, cfg: ModelConfig, axis: int):
-        super().__init__()
-        C = cfg.hidden
-        self.attn_name = "spatial_attn" if axis == S_DIM else "temporal_attn"
-        self.norm1 = nn.LayerNorm(C, elementwise_affine=False, eps=1e-6)
-        self.add_module(self.attn_name, AxisAttention(C, cfg.heads, axis=axis))
-        self.cross_attn = CrossAttention(C, cfg.heads)
-        self.norm2 = nn.LayerNorm(C, elementwise_affine=False, eps=1e-6)
-        self.mlp = Mlp(C, cfg.mlp_hidden)
-        self.scale_shift_table = nn.Parameter(torch.randn(6, C) / C ** 0.5)
+        self.attn_axis = axis
+        super().__init__(cfg)
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor, tmod: torch.Tensor) -> torch.Tensor:
-        sh_a, sc_a, g_a, sh_m, sc_m, g_m = (self.scale_shift_table[None] + tmod.unflatten(1, (6, -1))).unbind(1)
-        attn = getattr(self, self.attn_name)
-        x = x + per_sample(g_a, x) * attn(modulate(self.norm1(x), sh_a, sc_a))
-        x = x + self.cross_attn(x, y)
-        return x + per_sample(g_m, x) * self.mlp(modulate(self.norm2(x), sh_m, sc_m))
+    def make_attention(self, cfg: ModelConfig) -> None:
+        self.attn_name = "spatial_attn" if self.attn_axis == S_DIM else "temporal_attn"
+        self.add_module(self.attn_name, AxisAttention(cfg.hidden, cfg.heads, axis=self.attn_axis))
+
+    def mix(self, x, y, pre, gate):
+        return x + per_sample(gate, x) * getattr(self, self.attn_name)(pre(x)), y
 
 
 def build_blocks(cfg: ModelConfig) -> nn.ModuleList:
@@ -109,9 +93,9 @@ class SpatialTemporalDiT(nn.Module):
         h = self.seq_enter(h)
         for blk in self.blocks:
             if self.cfg.grad_ckpt and torch.is_grad_enabled():
-                h = checkpoint(blk, h, y, tmod, use_reentrant=False)
+                h, y = checkpoint(blk, h, y, tmod, use_reentrant=False)
             else:
-                h = blk(h, y, tmod)
+                h, y = blk(h, y, tmod)
         h = self.seq_exit(self.final_layer(h, temb))                # (B, T, S, p*Cout)
         return self.unpatchify(h, H, W)
 

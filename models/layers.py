@@ -18,12 +18,26 @@ from torch import nn
 
 
 class LocalAttention(nn.Module):
-    """Softmax attention on q, k, v `(B, L, H, D)`; the swap point for Ulysses and Ring."""
+    """Softmax attention on q, k, v `(B, L, H, D)`; the swap point for Ulysses and Ring.
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    `joint=(qt, kt, vt)` `(B, Ly, H, D)`: text tokens join the sequence (MMDiT joint attention);
+    returns the token and the text outputs `(o, ot)`; qt None: text keys and values only, ot None.
+    """
+
+    def forward(self, q, k, v, joint=None):
+        if joint is not None:
+            return joint_attend(self, q, k, v, joint)
         # SDPA wants (B, H, L, D); transposes are views, the kernel handles strides.
         o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
         return o.transpose(1, 2)
+
+
+def joint_attend(attend, q, k, v, joint):
+    """`attend` over the tokens and the text tokens concatenated on L; -> (tokens' out, text's out)."""
+    L, (qt, kt, vt) = q.shape[1], joint
+    q = q if qt is None else torch.cat([q, qt], dim=1)
+    o = attend(q, torch.cat([k, kt], dim=1), torch.cat([v, vt], dim=1))
+    return o[:, :L], (None if qt is None else o[:, L:])
 
 
 class AxisAttention(nn.Module):
@@ -32,6 +46,7 @@ class AxisAttention(nn.Module):
     def __init__(self, hidden: int, heads: int, axis: int):
         super().__init__()
         self.axis = axis
+        self.axes = (axis,)   # every activation dim it attends over (methods select seams by these)
         self.head_dim = hidden // heads
         self.qkv = nn.Linear(hidden, 3 * hidden)
         self.inner = LocalAttention()

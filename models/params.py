@@ -14,8 +14,10 @@ def block_params(cfg: ModelConfig) -> dict[str, int]:
     self_attn = _linear(C, 3 * C) + _linear(C, C)
     cross = _linear(C, C) + _linear(C, 2 * C) + _linear(C, C)
     mlp = _linear(C, F) + _linear(F, C)
-    n_self, n_blocks = cfg.n_self_attn, cfg.n_blocks   # depth self-attentions per sequence dim
-    return {"self_attn": n_self * self_attn, "cross_attn": n_blocks * cross,
+    n_self, n_blocks = cfg.n_self_attn, cfg.n_blocks   # depth self-attentions of each kind
+    # joint text: its own q, k, v and output projections; the last block's keys and values only.
+    text = cfg.n_text_out * (_linear(C, 3 * C) + _linear(C, C)) + (_linear(C, 2 * C) if cfg.joint else 0)
+    return {"self_attn": n_self * self_attn + text, "cross_attn": cfg.n_cross_attn * cross,
             "mlp": n_blocks * mlp, "modulation": n_blocks * 6 * C}
 
 
@@ -47,9 +49,12 @@ def flops_per_sample(cfg: ModelConfig, shape: Shape) -> int:
     self_attn = lambda L: mm(N, C, 3 * C) + mm(N, C, C) + 4 * N * L * C
     cross = mm(N, C, C) + mm(Ly, C, 2 * C) + 4 * N * Ly * C + mm(N, C, C)
     mlp = mm(N, C, F) + mm(N, F, C)
-    # depth attentions over each sequence dim (T, S; or T, H', W' for axial3d), each of length L.
-    attn = sum(self_attn(L) for L in cfg.seq_extents(shape).values())
-    blocks = cfg.depth * attn + cfg.n_blocks * (cross + mlp)
+    if cfg.joint:   # Ly more queries, keys and values, the text projections; last block: text K, V only
+        text_out = mm(N + Ly, C, 3 * C) + mm(N + Ly, C, C) + 4 * (N + Ly) ** 2 * C
+        attn = cfg.n_text_out * text_out + self_attn(N + Ly) + mm(Ly, C, 2 * C)
+    else:           # depth attentions of each kind (over S, T; H', W', T; all T*S tokens for full3d)
+        attn = cfg.depth * sum(self_attn(L) for L in cfg.attn_lengths(shape))
+    blocks = attn + cfg.n_blocks * mlp + cfg.n_cross_attn * cross
     embed = (mm(N, cfg.in_channels * cfg.patch_volume, C)
              + mm(1, cfg.freq_dim, C) + mm(1, C, C) + mm(1, C, 6 * C)
              + mm(Ly, cfg.caption_channels, C) + mm(Ly, C, C))

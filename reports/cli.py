@@ -6,6 +6,8 @@ import logging
 import sys
 from pathlib import Path
 
+from dspbench.reports import compare_cli
+
 
 def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("results_dir", type=Path, help="a sweep's results folder (records *.jsonl, any depth)")
@@ -38,4 +40,6 @@ if __name__ == "__main__":
 
 COMMANDS = {
     "report": ("turn a sweep's records into tables, figures and a report (index.md, index.html)", add_args, run),
+    "compare": ("A vs B per configuration: step-time ratio, bootstrap CI, '~' when not significant "
+                "(two results folders, or --by method)", compare_cli.add_args, compare_cli.run),
 }

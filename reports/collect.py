@@ -2,11 +2,12 @@
 
 Records are read with `dspbench.records.io.read_records` (corrupt or truncated lines and foreign
 schema versions come back as "file:line: ..." problems and are skipped; the rest loads). A
-re-run appends a second record with the same run_id; we keep one per run_id: an `ok` record
-beats a `predicted` one, which beats failures, and among equals the newest wins: `recorded_at`
+re-run appends a second record with the same run_id; we keep one per run_id: a measured `ok`
+record beats a prediction, which beats failures, and among equals the newest wins: `recorded_at`
 (ISO 8601) when records carry it, else file order (sorted paths, then line order).
-A `predicted` record whose run_id was also measured (the emulated cluster writes both) is not a
-duplicate but the measurement's prediction: it goes to `Sweep.predicted` (newest per run_id).
+A predicted record (`source` predicted) whose run_id was also measured (the emulated cluster
+writes both) is not a duplicate but the measurement's prediction: it goes to `Sweep.predicted`
+(newest per run_id).
 """
 from __future__ import annotations
 
@@ -17,18 +18,25 @@ from pathlib import Path
 import pandas as pd
 
 from dspbench.records.io import read_records
+from dspbench.reports.provenance import normalise
 
 # Columns every downstream step may rely on (absent from old or partial records: NaN/None).
 NUMERIC = ("batch", "frames", "spatial", "hidden", "depth", "heads", "params", "world_size", "gpus",
            "sp", "dp", "sample_steps", "warmup", "iters", "seed", "repeat", "step_time_median_s",
            "step_time_p10_s", "step_time_p90_s", "samples_per_s", "tokens_per_s", "mfu",
-           "peak_mem_bytes", "comm_wire_bytes")
+           "peak_mem_bytes", "comm_wire_bytes", "oracle_max_abs_err", "zero", "_line")
 INTEGER = ("batch", "frames", "spatial", "hidden", "depth", "heads", "world_size", "gpus", "sp", "dp",
-           "sample_steps", "repeat")
+           "sample_steps", "repeat", "zero")
 OBJECT = ("method", "model", "mode", "dtype", "backend", "shard", "launcher", "status", "error",
           "grad_ckpt", "comm", "comm_tagged", "comm_time_s", "environ", "peak_mem_bytes_per_rank",
-          "comm_formula_match", "recorded_at")
-_RANK = {"ok": 0, "predicted": 1}   # which duplicate survives; every other status ranks 2
+          "comm_formula_match", "recorded_at", "comm_formula", "oracle_errors", "source", "outcome",
+          "file", "step_times_s", "cfg")
+
+
+def _rank(df: pd.DataFrame) -> pd.Series:
+    """0: a measured (or synthetic) ok; 1: a prediction that fits; 2: any failure."""
+    ok = df["outcome"] == "ok"
+    return (~ok).astype(int) * 2 + (ok & (df["source"] == "predicted")).astype(int)
 
 
 @dataclass
@@ -49,10 +57,13 @@ def load_sweep(root: str | Path) -> Sweep:
     manifest, problems = _manifest(root)
     rows = []
     for path in sorted(root.rglob("*.jsonl")):
-        recs, probs = read_records(path)
+        recs, probs = read_records(path, lines=True)
         problems += probs
-        rel = str(path.relative_to(root))
-        rows += [{**r, "source": rel} for r in recs]
+        rel = path.relative_to(root).as_posix()
+        for r in recs:
+            normalise(r)
+            r["file"] = rel           # where the raw record lives, for the report's row links
+        rows += recs
     runs, predicted = _split_predictions(_frame(rows))
     runs, duplicates = _dedupe(runs)
     name = str(manifest.get("name") or manifest.get("sweep") or root.name)
@@ -63,7 +74,7 @@ def _split_predictions(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(records, predictions of run_ids that also have a measured record, newest per run_id)."""
     if df.empty:
         return df, df
-    pred = df["status"] == "predicted"
+    pred = df["source"] == "predicted"
     paired = pred & df["run_id"].isin(set(df.loc[~pred, "run_id"]))
     predicted, _ = _dedupe(df[paired])
     return df[~paired].reset_index(drop=True), predicted
@@ -85,7 +96,7 @@ def _manifest(root: Path) -> tuple[dict, list[str]]:
 def _frame(rows: list[dict]) -> pd.DataFrame:
     df = pd.DataFrame.from_records(rows) if rows else pd.DataFrame()
     df["order"] = range(len(df))        # file order: the tie-break when there is no timestamp
-    for col in OBJECT + ("source",):
+    for col in OBJECT:
         if col not in df:
             df[col] = None
     for col in NUMERIC:
@@ -95,6 +106,8 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
     df["world_size"] = df["world_size"].fillna(df["gpus"])
     df["dp"] = df["dp"].fillna(df["gpus"] / df["sp"])
     df["grad_ckpt"] = df["grad_ckpt"].fillna(False).astype(bool)
+    df["cfg"] = df["cfg"].fillna(False).astype(bool)
+    df["zero"] = df["zero"].fillna(0)
     # the harness stamps environ.recorded_at; a top-level recorded_at (if any) wins
     stamped = [e.get("recorded_at") if isinstance(e, dict) else None for e in df["environ"]]
     df["recorded_at"] = df["recorded_at"].fillna(pd.Series(stamped, index=df.index, dtype=object))
@@ -114,13 +127,13 @@ def _dedupe(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         return df, []
     epoch = pd.Timestamp(0, tz="UTC")
     newest = (df["recorded_at"] - epoch).dt.total_seconds().fillna(float("-inf"))  # untimed lose
-    df = df.assign(_rank=df["status"].map(_RANK).fillna(2), _ts=newest)
+    df = df.assign(_rank=_rank(df), _ts=newest)
     df = df.sort_values(["run_id", "_rank", "_ts", "order"], ascending=[True, True, False, False])
     dup = df["run_id"].duplicated(keep=False)
     notes = []
     for rid, grp in df[dup].groupby("run_id", sort=True):
         kept = grp.iloc[0]
         notes.append(f"run_id {rid}: {len(grp)} records ({', '.join(grp['status'].astype(str))}); "
-                     f"kept the {kept['status']} record from {kept['source']}")
+                     f"kept the {kept['status']} record from {kept['file']}")
     df = df.drop_duplicates("run_id", keep="first").drop(columns=["_rank", "_ts"])
     return df.sort_values("order").reset_index(drop=True), notes

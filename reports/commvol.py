@@ -17,7 +17,7 @@ from dspbench.reports.style import PAPER_TABLE3
 
 NOT_PER_LAYER = ("seq_gather", "grad_sync", "dp_grad_sync")   # == methods.volume (torch-free here)
 KEY = ("method", "model", "frames", "spatial", "batch", "sp", "mode", "dtype", "grad_ckpt",
-       "shard", "sample_steps", "depth", "hidden", "hardware", "kind")
+       "shard", "sample_steps", "depth", "hidden", "zero", "cfg", "hardware", "source")
 _DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 
@@ -70,8 +70,11 @@ def _row(r) -> dict:
                bwd_measured=per_layer(r["comm_tagged"], "bwd", layers),
                fwd_formula=per_layer(formula, "fwd", layers) if formula is not None else np.nan,
                bwd_formula=per_layer(formula, "bwd", layers) if formula is not None else np.nan)
-    out["match"] = (formula is not None and np.isclose(out["fwd_measured"], out["fwd_formula"])
-                    and np.isclose(out["bwd_measured"], out["bwd_formula"], equal_nan=True))
+    # bytes == formula exactly (the project's contract): np.isclose's default rtol let a few bytes in
+    # half a MiB pass. The same integer totals divided by the same layers give the same float.
+    exact = dict(rtol=0.0, atol=0.0)
+    out["match"] = bool(formula is not None and np.isclose(out["fwd_measured"], out["fwd_formula"], **exact)
+                        and np.isclose(out["bwd_measured"], out["bwd_formula"], equal_nan=True, **exact))
     out["paper_fwd_xM"] = out["fwd_measured"] * n / (n - 1) / M
     name, factor = PAPER_TABLE3.get(r["method"], ("", None))
     out["table3"], out["table3_xM"] = name, factor(n) if factor else np.nan

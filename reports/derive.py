@@ -5,8 +5,10 @@ Conventions (see docs/reports.md):
 - comm bytes are wire bytes per rank per step (nccl-tests); bus bandwidth = wire bytes / time for
   every op (ledger.py), timed in a separate instrumented iteration, so the comm share of step time
   is an estimate without overlap;
-- comparisons pick each method's best run (highest samples/s over its SP degree and shard) for a
-  configuration: the paper's protocol gives each method its own SP degree.
+- comparisons pair rows on the full comparison key (COMPARE: model, mode, dtype, batch, T, S,
+  GPUs, SP, DP, checkpointing, ZeRO stage, CFG, sampling steps, backend, source, hardware) and
+  pick each method's best shard there: no ratio ever divides a measured number by a predicted
+  one, or numbers from two machines, models or SP degrees.
 """
 from __future__ import annotations
 
@@ -16,17 +18,16 @@ import pandas as pd
 from dspbench.reports.envinfo import hardware_label
 from dspbench.reports.style import METRIC_STATUSES
 
-# A configuration on which methods are compared (the brief: same model, shape, batch, GPUs, mode,
-# dtype; also backend, checkpointing, sampling steps, and whether measured, and where).
-COMPARE = ("model", "mode", "dtype", "backend", "grad_ckpt", "sample_steps", "frames", "spatial",
-           "batch", "gpus", "kind", "hardware")
-CONFIG = COMPARE + ("method", "sp", "shard")
+# The comparison key: two rows are compared (DSP / X, paper vs ours, A vs B) only when all agree.
+COMPARE = ("model", "mode", "dtype", "batch", "frames", "spatial", "gpus", "sp", "dp", "grad_ckpt",
+           "zero", "cfg", "sample_steps", "backend", "source", "hardware")
+CONFIG = COMPARE + ("method", "shard")
+GRAD_TAGS = ("grad_sync", "dp_grad_sync")     # ledger tags of gradient synchronisation
 
 
 def enrich(runs: pd.DataFrame) -> pd.DataFrame:
     """Per-run derived columns (every row, whatever its status)."""
     df = runs.copy()
-    df["kind"] = df["status"].map({"ok": "measured", "predicted": "predicted"}).fillna(df["status"])
     df["hardware"] = [hardware_label(e, b) for e, b in zip(df["environ"], df["backend"])]
     df["tokens_per_sample"] = df["frames"] * df["spatial"]
     df["global_batch"] = df["batch"] * df["dp"]
@@ -39,6 +40,9 @@ def enrich(runs: pd.DataFrame) -> pd.DataFrame:
     df["comm_time_total_s"] = [t for _, t in timed]
     df["comm_share"] = df["comm_time_total_s"] / df["step_time_median_s"]
     df["busbw_bytes_per_s"] = [b / t if t else np.nan for b, t in timed]
+    split = [_split_comm(t) for t in df["comm_tagged"]]
+    df["comm_sp_bytes"] = [a for a, _ in split]
+    df["comm_grad_bytes"] = [b for _, b in split]
     per_rank = [_max(v) for v in df["peak_mem_bytes_per_rank"]]
     df["mem_per_rank_bytes"] = df["peak_mem_bytes"].fillna(pd.Series(per_rank, index=df.index))
     return df
@@ -50,6 +54,14 @@ def _timed_comm(comm, times) -> tuple[float, float]:
         return np.nan, np.nan
     comm = comm if isinstance(comm, dict) else {}
     return float(sum(comm.get(k, 0) for k in times)), float(sum(times.values()))
+
+
+def _split_comm(tagged) -> tuple[float, float]:
+    """(SP traffic, gradient sync) wire bytes per rank per step, from the ledger's tags."""
+    if not isinstance(tagged, dict):
+        return np.nan, np.nan
+    grad = sum(v for k, v in tagged.items() if k.split("/", 1)[0] in GRAD_TAGS)
+    return float(sum(tagged.values()) - grad), float(grad)
 
 
 def _max(v) -> float:
@@ -72,6 +84,10 @@ def aggregate(df: pd.DataFrame) -> pd.DataFrame:
         mfu=("mfu", "median"),
         mem_per_rank_bytes=("mem_per_rank_bytes", "median"),
         comm_wire_bytes=("comm_wire_bytes", "median"),
+        comm_sp_bytes=("comm_sp_bytes", "median"),
+        comm_grad_bytes=("comm_grad_bytes", "median"),
+        file=("file", "first"),
+        line=("_line", "first"),
         comm_time_total_s=("comm_time_total_s", "median"),
         comm_share=("comm_share", "median"),
         busbw_bytes_per_s=("busbw_bytes_per_s", "median"),
@@ -81,7 +97,7 @@ def aggregate(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def best(agg: pd.DataFrame) -> pd.DataFrame:
-    """Each method's fastest run per configuration (over SP degree and shard)."""
+    """Each method's fastest run per configuration (over its shard: SP is part of the key)."""
     if agg.empty:
         return agg
     idx = agg.groupby(list(COMPARE) + ["method"], dropna=False)["samples_per_s"].idxmax()
@@ -89,17 +105,18 @@ def best(agg: pd.DataFrame) -> pd.DataFrame:
 
 
 def speedups(b: pd.DataFrame, of: str = "dsp") -> pd.DataFrame:
-    """`of`'s speed-up over every other method on the same configuration; range from repeats."""
-    cols = ["baseline", "speedup", "speedup_lo", "speedup_hi"]
+    """`of`'s speed-up over every other method on the same configuration (the full key); the
+    range pairs the extremes of the repeats; n_repeats / n_repeats_base say how many there were."""
+    cols = ["baseline", "speedup", "speedup_lo", "speedup_hi", "n_repeats", "n_repeats_base"]
     if b.empty or of not in set(b["method"]):
         return pd.DataFrame(columns=list(COMPARE) + cols)
-    keep = list(COMPARE) + ["method", "sp", "samples_per_s", "samples_per_s_min", "samples_per_s_max"]
+    keep = list(COMPARE) + ["method", "n_repeats", "samples_per_s", "samples_per_s_min", "samples_per_s_max"]
     ours = b[b["method"] == of][keep]
     # `single` is the no-parallelism reference (data parallel only), not an SP baseline
     base = b[~b["method"].isin([of, "single"])][keep]
     m = ours.merge(base, on=list(COMPARE), suffixes=("", "_base"))
     m = m.rename(columns={"method_base": "baseline"})
-    m = m[(m["sp"] > 1) | (m["sp_base"] > 1)]   # both at SP 1: the same single-device model, no contest
+    m = m[m["sp"] > 1]          # both at SP 1: the same single-device model, no contest
     m["speedup"] = m["samples_per_s"] / m["samples_per_s_base"]
     m["speedup_lo"] = m["samples_per_s_min"] / m["samples_per_s_max_base"]   # worst pairing
     m["speedup_hi"] = m["samples_per_s_max"] / m["samples_per_s_min_base"]
@@ -115,7 +132,7 @@ def scaling(b: pd.DataFrame) -> pd.DataFrame:
     cols = ["scaling", "series", "method", "gpus", "efficiency"]
     if b.empty:
         return pd.DataFrame(columns=cols)
-    fixed = [c for c in COMPARE if c not in ("gpus", "frames")]
+    fixed = [c for c in COMPARE if c not in ("gpus", "frames", "sp", "dp")]
     d = _with_single_base(b).sort_values("gpus")
     # a series is one line per method: name whatever else varies in the sweep (model, mode, ...)
     varying = [c for c in fixed if c != "spatial" and d[c].nunique(dropna=False) > 1]

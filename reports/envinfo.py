@@ -68,9 +68,11 @@ def environment_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per distinct (hardware, software): how many runs, hosts, statuses."""
     rows = Counter()
     hosts: dict[tuple, set] = {}
-    for env, backend, status in zip(runs["environ"], runs["backend"], runs["status"]):
-        kind = {"ok": "measured", "predicted": "predicted"}.get(status, "failed runs")
-        key = (hardware_label(env, backend), software_label(env), kind)
+    hw = runs["hardware"] if "hardware" in runs else [hardware_label(e, b) for e, b in
+                                                       zip(runs["environ"], runs["backend"])]
+    for env, h, status, src in zip(runs["environ"], hw, runs["status"], runs["source"]):
+        kind = src if status in ("ok", "predicted") else f"{src}: failed runs"
+        key = (h, software_label(env), kind)
         rows[key] += 1
         hosts.setdefault(key, set()).update(_names(get(env, "hosts")))
     data = [{"hardware": h, "software": s, "numbers": k, "runs": n,

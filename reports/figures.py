@@ -8,16 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import numpy as np
 import pandas as pd
 import seaborn as sns
 
 from dspbench.reports.style import RC, colour, label, order
 
-MAX_PANELS = 6     # more panels make figures unreadable, and each costs ~0.1 s to draw
-MAX_BARS = 18      # configurations in a bar chart, wrapped in rows of BARS_PER_ROW
+MAX_PANELS = 4     # more panels make figures unreadable, and each costs ~0.15 s to draw
+MAX_BARS = 12      # configurations in a bar chart, wrapped in rows of BARS_PER_ROW
 BARS_PER_ROW = 6
-CONTEXT = ("model", "mode", "dtype", "batch", "hardware", "kind")   # panel keys shown only if they vary
+CONTEXT = ("model", "mode", "dtype", "batch", "hardware", "source")   # panel keys shown only if they vary
 OP_COLOURS = {"all_to_all": "#E69F00", "all_gather": "#56B4E9", "reduce_scatter": "#009E73",
               "send_recv": "#F0E442", "all_reduce": "#999999"}
 
@@ -26,14 +27,26 @@ def theme() -> None:
     sns.set_theme(style="whitegrid", context="notebook", rc=RC)
 
 
+LEGEND_IN = 2.6   # inches kept free right of the panels for the legend (layout(): no crop pass)
+
+
+def layout(fig) -> None:
+    """Tight panels left of a legend column: the legend fits inside the figure, so saving needs
+    no tight-bbox pass (a full extra draw of every text on a 10,000-record sweep)."""
+    w = fig.get_figwidth()
+    fig.tight_layout(rect=(0, 0, 1 - LEGEND_IN / w, 1))
+
+
+def legend_x(fig) -> float:
+    return 1 - LEGEND_IN / fig.get_figwidth() + 0.01
+
+
 def save(fig, folder: Path, name: str) -> dict[str, Path]:
-    """PNG and SVG of `fig`, cropped to its contents (legends sit outside the axes)."""
+    """PNG and SVG of `fig` (laid out by layout(): legends inside the canvas)."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {ext: folder / f"{name}.{ext}" for ext in ("png", "svg")}
-    # One tight box for both files: bbox_inches="tight" would lay the figure out again per file.
-    box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)
     for ext, p in paths.items():   # no timestamps in the files: the same data gives the same bytes
-        fig.savefig(p, bbox_inches=box, metadata={"Date": None} if ext == "svg" else {"Software": None})
+        fig.savefig(p, metadata={"Date": None} if ext == "svg" else {"Software": None})
     plt.close(fig)
     return paths
 
@@ -61,9 +74,9 @@ def _panels(df: pd.DataFrame, keys: list[str], size_col: str, min_size: int = 1)
 
 
 def _grid(n: int, w: float = 4.2, h: float = 3.4):
-    cols = min(n, 3)
+    cols = 2 if n == 4 else min(n, 3)
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(w * cols + LEGEND_IN, h * rows), squeeze=False)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     return fig, list(axes.flat[:n])
@@ -72,7 +85,7 @@ def _grid(n: int, w: float = 4.2, h: float = 3.4):
 def _bar_rows(configs: list[str], per_config: int):
     """(figure, [(axes, configurations)]): grouped bars wrapped in rows; one long row is unreadable."""
     chunks = [configs[i:i + BARS_PER_ROW] for i in range(0, len(configs), BARS_PER_ROW)]
-    width = max(6.0, 1.1 * len(chunks[0]) * max(1, per_config) ** 0.5 + 2)
+    width = max(8.0, 1.1 * len(chunks[0]) * max(1, per_config) ** 0.5 + 2 + LEGEND_IN)
     fig, axes = plt.subplots(len(chunks), 1, figsize=(width, 3.8 * len(chunks)), squeeze=False)
     return fig, list(zip(axes[:, 0], chunks))
 
@@ -81,7 +94,7 @@ def _legend(fig, methods) -> None:
     """The method legend right of the panels, level with the top row (call after the layout)."""
     handles = [plt.Line2D([], [], color=colour(m), marker="o", lw=2, label=label(m)) for m in methods]
     top = max(ax.get_position().y1 for ax in fig.axes if ax.get_visible())
-    fig.legend(handles=handles, title="method", loc="upper left", bbox_to_anchor=(1.0, top))
+    fig.legend(handles=handles, title="method", loc="upper left", bbox_to_anchor=(legend_x(fig), top))
 
 
 def _gpus(n) -> str:
@@ -106,6 +119,17 @@ def _pick_configs(df: pd.DataFrame) -> tuple[list[str], list[str]]:
     return list(keep.sort_values(["gpus", "frames", "spatial"])["config"]), [note]
 
 
+def _log_if_decades(ax, values) -> None:
+    """Log y where values span more than a decade: one slow point must not flatten the rest."""
+    v = pd.Series(values).dropna()
+    v = v[v > 0]
+    if len(v) > 1 and v.max() / v.min() > 10:
+        ax.set_yscale("log")
+        # plain numbers: log axes' default 10^k labels go through mathtext (a parser: seconds)
+        ax.yaxis.set_major_formatter(mticker.FuncFormatter(lambda y, _: f"{y:g}"))
+        ax.yaxis.set_minor_formatter(mticker.NullFormatter())
+
+
 def _gpu_axis(ax, gpus) -> None:
     ax.set_xscale("log", base=2)
     ticks = sorted({int(g) for g in gpus})
@@ -126,13 +150,15 @@ def plot_throughput(best: pd.DataFrame):
     for ax, (key, g) in zip(axes, panels):
         for m in order(g["method"].unique()):
             d = g[g["method"] == m].sort_values("gpus")
-            err = [d["samples_per_s"] - d["samples_per_s_min"], d["samples_per_s_max"] - d["samples_per_s"]]
+            # n=1: no error bar (a zero-height bar would promise a spread that was never measured)
+            err = None if (d["n_repeats"] < 2).all() else [
+                d["samples_per_s"] - d["samples_per_s_min"], d["samples_per_s_max"] - d["samples_per_s"]]
             ax.errorbar(d["gpus"], d["samples_per_s"], yerr=err, color=colour(m), marker="o", lw=2,
-                        elinewidth=3, capsize=0, ls="--" if (d["kind"] == "predicted").all() else "-")
+                        elinewidth=3, capsize=0, ls="--" if (d["source"] == "predicted").all() else "-")
         _gpu_axis(ax, best["gpus"])
+        _log_if_decades(ax, g["samples_per_s"])
         ax.set(title=_panel_title(key), xlabel="GPUs (world size)", ylabel="throughput (samples/s)")
-    fig.suptitle("Throughput vs GPUs\n(each method at its best SP degree; thick bars: min-max over repeats)")
-    fig.tight_layout()
+    layout(fig)
     _legend(fig, order(best["method"].unique()))
     return fig, notes
 
@@ -154,14 +180,17 @@ def plot_speedup(speedups: pd.DataFrame):
         for i, b in enumerate(bases):
             d = s[s["baseline"] == b].set_index("config").reindex(chunk)
             x = np.arange(len(chunk)) + (i - (len(bases) - 1) / 2) * width
-            err = [(d["speedup"] - d["speedup_lo"]).clip(lower=0), (d["speedup_hi"] - d["speedup"]).clip(lower=0)]
-            ax.bar(x, d["speedup"], width, yerr=err, color=colour(b), label=f"over {label(b)}", capsize=2)
+            # n=1 on either side: no error bar (rows with no speed-up draw no bar at all)
+            one = ((d[["n_repeats", "n_repeats_base"]].min(axis=1) < 2) | d["speedup"].isna()).to_numpy()
+            err = [(d["speedup"] - d["speedup_lo"]).clip(lower=0).mask(one), (d["speedup_hi"] - d["speedup"]).clip(lower=0).mask(one)]
+            ax.bar(x, d["speedup"], width, yerr=None if one.all() else err, color=colour(b),
+                   label=f"over {label(b)}", capsize=3)
         ax.axhline(1.0, color="black", lw=1, ls=":")
-        ax.set_xticks(np.arange(len(chunk)), chunk, fontsize=8)
-        ax.set(xlabel="configuration", ylabel="DSP speed-up (×, samples/s ratio)")
-    rows[0][0].set_title("DSP speed-up over each baseline (1 = parity; bars: range over repeats)")
-    rows[0][0].legend(title="baseline", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
+        ax.set_xticks(np.arange(len(chunk)), chunk)
+        ax.set(xlabel="configuration", ylabel="DSP / baseline (samples/s)")
+    layout(fig)
+    rows[0][0].legend(title="baseline", loc="upper left", bbox_to_anchor=(legend_x(fig), 1.0),
+                      bbox_transform=fig.transFigure)
     return fig, notes
 
 
@@ -193,10 +222,10 @@ def plot_scaling(sc: pd.DataFrame):
         _gpu_axis(ax, d["gpus"])
         ax.legend(handles=[plt.Line2D([], [], color="black", ls=ls, marker=mk, label=ser)
                            for (ls, mk), ser in zip(SERIES_STYLES, series)],
-                  title="series", loc="lower left", fontsize=8, title_fontsize=8)
+                  title="series", loc="lower left", fontsize=11, title_fontsize=11)
         fixed = "fixed T and S" if kind == "strong" else "fixed tokens per GPU"
         ax.set(title=f"{kind} scaling ({fixed})", xlabel="GPUs (world size)",
                ylabel="efficiency (% of linear, tokens/s/GPU)")
-    fig.tight_layout()
+    layout(fig)
     _legend(fig, methods)
     return fig, notes

@@ -5,7 +5,6 @@ jinja2) and their output drifts between versions, which would break the golden t
 """
 from __future__ import annotations
 
-import html
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ class Table:
     data: pd.DataFrame           # machine-readable (CSV)
     display: pd.DataFrame        # strings, human units (md, tex, html)
     notes: list[str] = field(default_factory=list)
+    links: list | None = None    # per display row: the raw record's path (relative to the results)
 
     @property
     def empty(self) -> bool:
@@ -44,14 +44,6 @@ class Table:
                           rf"\begin{{tabular}}{{{cols}}}", r"\toprule", *body, r"\bottomrule",
                           r"\end{tabular}", r"\end{table}"]) + "\n"
 
-    def html(self, max_rows: int | None = MAX_DISPLAY_ROWS) -> str:
-        d, cut = _cut(self.display, max_rows)
-        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in d.columns)
-        rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r) + "</tr>"
-                       for r in d.itertuples(index=False))
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>" + (
-            f"<p><em>{html.escape(cut.strip())}</em></p>" if cut else "")
-
     def write(self, folder: Path) -> dict[str, Path]:
         folder.mkdir(parents=True, exist_ok=True)
         paths = {ext: folder / f"{self.name}.{ext}" for ext in ("md", "csv", "tex")}
@@ -72,8 +64,11 @@ _TEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", 
         "±": r"$\pm$", "×": r"$\times$", "→": r"$\rightarrow$", "✓": "yes", "✗": "NO"}
 
 
+_TEX_TABLE = str.maketrans(_TEX)
+
+
 def _tex(v) -> str:
-    return "".join(_TEX.get(ch, ch) for ch in str(v))
+    return str(v).translate(_TEX_TABLE)
 
 
 # ---------------------------------------------------------------- number formatting
@@ -81,7 +76,7 @@ def missing(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def num(x, digits: int = 4) -> str:
+def num(x, digits: int = 3) -> str:
     """Significant digits, never scientific notation for report-sized numbers."""
     if missing(x):
         return "—"
@@ -92,12 +87,12 @@ def num(x, digits: int = 4) -> str:
 
 
 def mib(x) -> str:
-    """MiB to 4 significant digits: tiny CPU models move KiB per layer, large ones GiB per step."""
+    """MiB to 3 significant digits: tiny CPU models move KiB per layer, large ones GiB per step."""
     return "—" if missing(x) else num(x / 2**20)
 
 
 def gib(x) -> str:
-    return "—" if missing(x) else f"{x / 2**30:.3f}"
+    return "—" if missing(x) else num(x / 2**30)
 
 
 def pct(x, digits: int = 1) -> str:
@@ -106,3 +101,17 @@ def pct(x, digits: int = 1) -> str:
 
 def times(x, digits: int = 2) -> str:
     return "—" if missing(x) else f"{x:.{digits}f}×"
+
+
+def spread(med, lo, hi, n, f=num, bound=None) -> str:
+    """The one way a spread is shown: 'median [min–max]' over n > 1 repeats, else 'x (n=1)'."""
+    if missing(med):
+        return "—"
+    if missing(n) or int(n) <= 1:
+        return f"{f(med)} (n=1)"
+    b = bound or f
+    return f"{f(med)} [{b(lo)}–{b(hi)}]"
+
+
+def ratio_spread(med, lo, hi, n) -> str:
+    return spread(med, lo, hi, n, times, lambda x: "—" if missing(x) else f"{x:.2f}")

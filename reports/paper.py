@@ -19,38 +19,53 @@ def paper_data(name: str) -> pd.DataFrame:
         return pd.read_csv(f)
 
 
+SOURCE_ORDER = {"measured": 0, "predicted": 1, "synthetic": 2}   # which of ours to show first
+
+
 def _ours(best: pd.DataFrame, modes, gpus, frames, spatial, method) -> pd.Series | None:
     m = best[best["mode"].isin(modes) & (best["gpus"] == gpus) & (best["frames"] == frames)
              & (best["spatial"] == spatial) & (best["method"] == method)]
     if m.empty:
         return None
-    return m.sort_values(["kind", "samples_per_s"], ascending=[True, False]).iloc[0]  # measured first
+    m = m.assign(_s=m["source"].map(SOURCE_ORDER).fillna(3))
+    return m.sort_values(["_s", "samples_per_s"], ascending=[True, False]).iloc[0]  # measured first
 
 
-def _baseline(best: pd.DataFrame, *args) -> tuple[str, pd.Series | None]:
-    for name in ULYSSES:
-        r = _ours(best, *args, name)
-        if r is not None:
-            return name, r
-    return "", None
+def _pair(speedups: pd.DataFrame, gpus, frames, spatial) -> pd.Series | None:
+    """Our DSP and Ulysses on one row of speedups: both sides share the full comparison key
+    (model, dtype, B, SP = GPUs, source, hardware, ...), so the ratio never crosses it.
+    Measured before predicted before synthetic; DeepSpeed-Ulysses before our Ulysses."""
+    if speedups.empty:
+        return None
+    m = speedups[(speedups["mode"] == "train") & (speedups["gpus"] == gpus) & (speedups["sp"] == gpus)
+                 & (speedups["frames"] == frames) & (speedups["spatial"] == spatial)
+                 & speedups["baseline"].isin(ULYSSES)]
+    if m.empty:
+        return None
+    m = m.assign(_s=m["source"].map(SOURCE_ORDER).fillna(3), _b=m["baseline"].map(ULYSSES.index))
+    return m.sort_values(["_s", "_b", "model"]).iloc[0]
 
 
-def fig3_table(best: pd.DataFrame) -> pd.DataFrame:
-    """Each v1 Figure 3 point beside our run of the same (SP = GPUs, T, S) in train mode."""
+def _on(r) -> str:
+    """What both sides of our ratio are: the shared key, stated once."""
+    return (f"{r['source']} on {r['hardware']} ({r['model']}, {r['dtype']}, B={int(r['batch'])}, "
+            f"SP={int(r['sp'])}, ZeRO {int(r['zero'])}; DSP and {r['baseline']} both)")
+
+
+def fig3_table(best: pd.DataFrame, speedups: pd.DataFrame) -> pd.DataFrame:
+    """Each v1 Figure 3 point beside our DSP and Ulysses of the same (SP = GPUs, T, S), train."""
     rows = []
     for p in paper_data("v1_fig3.csv").itertuples():
-        args = (["train"], p.sp, p.frames, p.spatial_tokens)
-        dsp = _ours(best, *args, "dsp")
-        base_name, base = _baseline(best, *args)
+        r = _pair(speedups, p.sp, p.frames, p.spatial_tokens)
         row = {"gpus": p.sp, "frames": p.frames, "spatial": p.spatial_tokens,
                "paper_ulysses": p.ulysses_samples_per_s, "paper_dsp": p.dsp_samples_per_s,
                "paper_ratio": p.dsp_samples_per_s / p.ulysses_samples_per_s,
-               "ours_dsp": dsp.samples_per_s if dsp is not None else np.nan,
-               "ours_ulysses": base.samples_per_s if base is not None else np.nan,
-               "ours_baseline": base_name}
+               "ours_dsp": r.samples_per_s if r is not None else np.nan,
+               "ours_ulysses": r.samples_per_s_base if r is not None else np.nan,
+               "ours_baseline": r.baseline if r is not None else "",
+               "ours_source": r.source if r is not None else "",
+               "ours_on": _on(r) if r is not None else "not run"}
         row["ours_ratio"] = row["ours_dsp"] / row["ours_ulysses"]
-        src = dsp if dsp is not None else base
-        row["ours_on"] = f"{src.kind} on {src.hardware} ({src.model})" if src is not None else "not run"
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -69,16 +84,17 @@ def inference_table(best: pd.DataFrame) -> pd.DataFrame:
                      "spatial": p.spatial, "paper_latency_s": float(p.latency_s),
                      "paper_speedup_vs_1gpu": single / p.latency_s,
                      "ours_latency_s": (1 / ours.samples_per_s) if ours is not None else np.nan,
-                     "ours_on": f"{ours.kind} on {ours.hardware} ({ours.model}, "
-                                f"{int(ours.sample_steps)} steps)" if ours is not None else "not run"})
+                     "ours_on": f"{ours.source} on {ours.hardware} ({ours.model}, {ours['dtype']}, "
+                                f"{int(ours.sample_steps)} steps, SP={int(ours.sp)})" if ours is not None
+                                else "not run"})
     return pd.DataFrame(rows)
 
 
 def ratio_summary(speedups: pd.DataFrame) -> pd.DataFrame:
     """Our DSP/Ulysses ratios on every configuration we ran, with where they come from."""
     s = speedups[speedups["baseline"].isin(ULYSSES)] if not speedups.empty else speedups
-    cols = ["mode", "model", "gpus", "frames", "spatial", "baseline", "speedup", "speedup_lo",
-            "speedup_hi", "kind", "hardware"]
+    cols = ["mode", "model", "gpus", "sp", "frames", "spatial", "baseline", "speedup", "speedup_lo",
+            "speedup_hi", "n_repeats", "n_repeats_base", "source", "hardware"]
     return s[cols].reset_index(drop=True) if not s.empty else pd.DataFrame(columns=cols)
 
 
@@ -90,14 +106,15 @@ def tables(best: pd.DataFrame, speedups: pd.DataFrame) -> list:
     from dspbench.reports import fmt
     from dspbench.reports.fmt import Table
     from dspbench.reports.style import label
-    f3 = fig3_table(best)
+    f3 = fig3_table(best, speedups)
     d3 = pd.DataFrame({"GPUs (= SP)": f3["gpus"], "T": f3["frames"], "S": f3["spatial"],
                        "paper Ulysses": f3["paper_ulysses"].map(fmt.num),
                        "paper DSP": f3["paper_dsp"].map(fmt.num),
                        "paper DSP/Ulysses": f3["paper_ratio"].map(fmt.times),
                        "ours Ulysses": f3["ours_ulysses"].map(fmt.num),
                        "ours DSP": f3["ours_dsp"].map(fmt.num),
-                       "ours DSP/Ulysses": f3["ours_ratio"].map(fmt.times), "ours: what": f3["ours_on"]})
+                       "ours DSP/Ulysses": f3["ours_ratio"].map(fmt.times),
+                       "ours: both sides": f3["ours_on"]})
     inf = inference_table(best)
     di = pd.DataFrame({"setting": inf["setting"], "T": inf["frames"], "S": inf["spatial"],
                        "paper latency (s)": inf["paper_latency_s"].map(fmt.num),
@@ -105,15 +122,22 @@ def tables(best: pd.DataFrame, speedups: pd.DataFrame) -> list:
                        "ours latency (s/sample)": inf["ours_latency_s"].map(fmt.num),
                        "ours: what": inf["ours_on"]})
     rs = ratio_summary(speedups)
-    dr = pd.DataFrame({"mode": rs["mode"], "model": rs["model"], "GPUs": rs["gpus"], "T": rs["frames"],
-                       "S": rs["spatial"], "baseline": rs["baseline"].map(label),
-                       "ours DSP/Ulysses": rs["speedup"].map(fmt.times),
-                       "range over repeats": [f"{fmt.times(a)}-{fmt.times(b)}"
-                                              for a, b in zip(rs["speedup_lo"], rs["speedup_hi"])],
-                       "numbers": rs["kind"], "hardware": rs["hardware"]})
+    n = rs[["n_repeats", "n_repeats_base"]].min(axis=1)
+    dr = pd.DataFrame({"mode": rs["mode"], "model": rs["model"], "GPUs": rs["gpus"], "SP": rs["sp"],
+                       "T": rs["frames"], "S": rs["spatial"], "baseline": rs["baseline"].map(label),
+                       "ours DSP/Ulysses": [fmt.ratio_spread(x, a, b, k) for x, a, b, k in
+                                            zip(rs["speedup"], rs["speedup_lo"], rs["speedup_hi"], n)],
+                       "numbers": rs["source"], "hardware": rs["hardware"]})
+    if f3["ours_on"].eq("not run").all():    # nothing of ours to set beside the paper: one line
+        d3 = d3.iloc[0:0]
+    if inf["ours_on"].eq("not run").all():
+        di = di.iloc[0:0]
     src = ("Paper: arXiv 2403.10266 v1 Figure 3, digitized (±0.01 samples/s); STDiT-XL/2 training on "
            "H800, bf16, ZeRO-2, gradient checkpointing. Ours: each method's best run of the same "
-           "T, S and GPU count in train mode, any model; 'not run' where the sweep has none.")
+           "T, S and GPU count (= SP) in train mode, DSP and Ulysses always from one configuration "
+           "(same model, dtype, batch, source, hardware: 'ours: both sides'), measured before "
+           "predicted; 'not run' where the sweep has none. Paper and ours sit side by side: no "
+           "ratio divides one by the other.")
     return [Table("paper_fig3", "Paper vs ours: v1 Figure 3 training throughput (samples/s)", f3, d3, [src]),
             Table("paper_inference", "Paper vs ours: inference latency, 80 frames at 512x512", inf, di,
                   ["Paper: VideoSys (OpenDiT) README, OpenSora v1.0 on H800."]),

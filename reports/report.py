@@ -1,7 +1,6 @@
 """build_report(results_dir): one sweep's records -> tables, figures, index.md and index.html."""
 from __future__ import annotations
 
-import json
 import logging
 import multiprocessing as mp
 import os
@@ -10,12 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from dspbench.reports import derive, figures, figures_cost, paper, render, tables, tables_comm, tables_cost
+from dspbench.reports import captions, derive, figures, figures_cost, headline, paper, render, render_html, sections, tables, tables_comm, tables_cost
 from dspbench.reports.collect import Sweep, load_sweep
 from dspbench.reports.commvol import volume_table
-from dspbench.reports.envinfo import environment_table
 from dspbench.reports.fmt import Table
-from dspbench.reports.style import label, order
 
 
 log = logging.getLogger("dspbench.reports")
@@ -33,17 +30,25 @@ class Analysis:
     tables: list[Table] = field(default_factory=list)
 
 
-def analyse(results_dir) -> Analysis:
+def analyse(results_dir, with_tables: bool = True) -> Analysis:
+    """The frames every table and figure is drawn from (and the tables, unless with_tables=False:
+    build_report builds them while the figure workers draw)."""
     sweep = load_sweep(results_dir)
     runs = derive.enrich(sweep.runs)
     agg = derive.aggregate(runs)
     best = derive.best(agg)
     sp = derive.speedups(best)
     a = Analysis(sweep, runs, agg, best, sp, derive.scaling(best), volume_table(runs))
+    if with_tables:
+        add_tables(a)
+    return a
+
+
+def add_tables(a: Analysis) -> None:
+    runs, best, sp = a.runs, a.best, a.speedups
     a.tables = [tables.throughput(runs, best, sp), tables.scaling(a.scaling), tables.memory(runs, best),
                 tables_comm.volume(a.volume), tables_comm.per_op_time(runs), *paper.tables(best, sp),
-                tables_cost.predicted_vs_measured(runs, sweep.predicted), tables.details(agg)]
-    return a
+                tables_cost.predicted_vs_measured(runs, a.sweep.predicted), tables.details(a.agg)]
 
 
 FIGURES = (
@@ -62,20 +67,27 @@ def build_report(results_dir, out_dir=None, jobs: int | None = None) -> Path:
     """
     results_dir = Path(results_dir)
     out = Path(out_dir) if out_dir is not None else results_dir / "report"
-    a = analyse(results_dir)
+    a = analyse(results_dir, with_tables=False)
     for problem in a.sweep.problems:
         log.warning(problem)
-    collect = start_figures(a, out / "figures", jobs)      # drawn while the tables are written
-    tabs = [_environment(a), status_table(a.runs), *a.tables]
+    collect = start_figures(a, out / "figures", jobs)      # drawn while the tables are built
     try:
+        add_tables(a)
+        status = sections.status_table(a.runs)
+        compare = sections.compare_section(a.runs)
+        tabs = [sections.environment(a.runs), status, *a.tables, *[b[1] for b in compare if b[0] == "table"]]
         for t in tabs:
             t.write(out / "tables")
     finally:
         figs = collect()                                   # always reap the figure workers
-    blocks = _blocks(a, tabs, figs)
+    blocks = _blocks(a, tabs[0], status, figs, compare)
+    for b in blocks:
+        if b[0] == "table" and b[1].name.startswith("headline_"):
+            b[1].write(out / "tables")
     (out / "index.md").write_text(render.markdown(blocks, out))
     page = out / "index.html"
-    page.write_text(render.html_page(blocks, f"dspbench report: {a.sweep.name}"))
+    rel_root = os.path.relpath(results_dir.resolve(), out.resolve()).replace(os.sep, "/")
+    page.write_text(render_html.page(blocks, f"dspbench report: {a.sweep.name}", rel_root))
     return page
 
 
@@ -87,8 +99,12 @@ def _draw(a: Analysis, folder: Path, i: int):
     name, title, plot = FIGURES[i]
     fig, notes = plot(a)
     if fig is None:
-        return ("figure", title, None, [notes])
-    return ("figure", title, figures.save(fig, folder, name), notes)
+        return ("figure", title, None, [notes], "")
+    caption = captions.CAPTIONS[name](a)
+    paths = figures.save(fig, folder, name)
+    svg = paths["svg"].read_text()          # the file, too, says what it shows
+    paths["svg"].write_text(render_html.add_title(svg, title, caption or title, name))
+    return ("figure", title, paths, notes, caption)
 
 
 def _init_worker(a: Analysis, folder: Path) -> None:
@@ -121,88 +137,16 @@ def start_figures(a: Analysis, folder: Path, jobs: int | None = None):
     return collect
 
 
-def status_table(runs: pd.DataFrame) -> Table:
-    counts = pd.crosstab(runs["method"], runs["status"]) if not runs.empty else pd.DataFrame()
-    counts = counts.reindex(order(counts.index)) if not counts.empty else counts
-    data = counts.reset_index()
-    disp = data.astype(object)
-    if not disp.empty:
-        disp["method"] = disp["method"].map(label)
-    return Table("status", "Runs by method and status (after de-duplication)", data, disp)
-
-
-def _what_ran(a: Analysis, status: Table) -> list:
-    r, s = a.runs, a.sweep
-    files = sorted(set(r["source"].dropna()))
-    facts = [f"{len(r)} runs from {len(files)} record file(s) under `{s.root}`",
-             f"methods: {', '.join(label(m) for m in order(r['method'].dropna().unique()))}",
-             f"models: {', '.join(sorted(map(str, r['model'].dropna().unique())))}; modes: "
-             f"{', '.join(sorted(map(str, r['mode'].unique())))}; dtypes: {', '.join(sorted(map(str, r['dtype'].unique())))}",
-             f"GPUs (world size): {_ints(r['gpus'])}; frames T: {_ints(r['frames'])}; "
-             f"spatial tokens S: {_ints(r['spatial'])}; repeats: {_ints(r['repeat'] + 1, 'max')}"]
-    if r.empty:
-        facts = [f"no records under `{s.root}` (nothing ran yet, or every line was unreadable: "
-                 "see Data problems)"]
-    blocks = [("h2", "What was run"), ("list", facts)]
-    if s.manifest:   # the sweep's own description, one line per key
-        blocks.append(("p", "Sweep manifest (`manifest.json`):"))
-        blocks.append(("code", "\n".join(f"{k}: {json.dumps(v, sort_keys=True, default=str)[:500]}"
-                                          for k, v in s.manifest.items())))
-    blocks.append(("table", status))
-    errors = r[r["error"].notna() & (r["status"] != "ok")]
-    if not errors.empty:
-        blocks.append(("p", "Failed runs (first 10):"))
-        blocks.append(("list", [f"{e.method} gpus={_i(e.gpus)} T={_i(e.frames)} S={_i(e.spatial)}: "
-                                f"{e.status}: {str(e.error)[:200]}" for e in errors.head(10).itertuples()]))
-    return blocks
-
-
-def _i(x) -> str:
-    return "?" if pd.isna(x) else str(int(x))
-
-
-def _ints(col: pd.Series, how: str = "all") -> str:
-    vals = sorted({int(v) for v in col.dropna()})
-    if not vals:
-        return "?"
-    return str(vals[-1]) if how == "max" else ", ".join(map(str, vals))
-
-
-def _caveats(a: Analysis) -> list[str]:
-    r = a.runs
-    out = []
-    if (r["backend"] == "gloo").any() or r["hardware"].astype(str).str.startswith("CPU").any():
-        out.append("CPU/gloo timings are not GPU performance: they show how the methods' compute and "
-                   "communication trade off on this machine, not what an H100/H800 cluster achieves.")
-    out.append("Byte convention: wire bytes each rank sends per step (nccl-tests); the paper's Table 3 "
-               "counts whole tensors moved per device, = wire × N/(N-1) per layer (both shown).")
-    out.append("Communication time comes from a separate instrumented iteration (barrier before each "
-               "op, timed alone): the comm share of step time ignores overlap and is an estimate.")
-    pred, paired = int((r["status"] == "predicted").sum()), len(a.sweep.predicted)
-    if pred:
-        out.append(f"{pred} run(s) are predicted by a cost model (status `predicted`), not measured: "
-                   "tables say so in their 'numbers' column, figures draw them dashed.")
-    if paired:
-        out.append(f"{paired} measured run(s) also have a cost-model prediction (same run_id): the "
-                   "'Predicted vs measured' table sets them side by side.")
-    if not pred and not paired:
-        out.append("Every number here is measured; none is predicted by a cost model.")
-    if not r.empty and (a.agg.get("n_repeats", pd.Series([2])) < 2).any():
-        out.append("Some configurations ran once: no spread is available for them.")
-    return out
-
-
-def _environment(a: Analysis) -> Table:
-    env = environment_table(a.runs)
-    return Table("environment", "Where the numbers come from", env, env.astype(object))
-
-
-def _blocks(a: Analysis, tables: list[Table], figs: list) -> list:
-    env, status, *rest = tables
+def _blocks(a: Analysis, env: Table, status: Table, figs: list, compare: list) -> list:
     s = a.sweep
-    return [("h1", f"dspbench report: {s.name}"), *_what_ran(a, status),
+    speed = next(f for f, spec in zip(figs, FIGURES) if spec[0] == "speedup")
+    rest = [f for f, spec in zip(figs, FIGURES) if spec[0] != "speedup"]
+    return [("h1", f"dspbench report: {s.name}"), *sections.banner(a.runs),
+            *headline.blocks(a, speed), ("toc",),
+            *sections.what_ran(a.runs, s, status),
+            ("h2", "Caveats"), ("list", sections.caveats(a)),
             ("h2", "Hardware and software"), ("table", env),
-            ("h2", "Caveats"), ("list", _caveats(a)),
-            ("h2", "Tables"), *[("table", t) for t in rest],
-            ("h2", "Figures"), *figs,
+            ("h2", "Tables"), *[("table", t) for t in a.tables],
+            *compare,
+            ("h2", "Figures"), *rest,
             ("h2", "Data problems"), ("list", s.problems + s.duplicates)]

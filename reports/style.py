@@ -11,26 +11,39 @@ import matplotlib
 
 matplotlib.use("Agg")   # reports run headless (CI, SLURM nodes): never ask for a display
 
-METHOD_ORDER = ("dsp", "ulysses", "ulysses_deepspeed", "ring", "usp", "megatron_sp", "single")
+METHOD_ORDER = ("dsp", "dsp_hybrid", "ulysses", "ulysses_all", "ulysses_deepspeed", "ring", "ring_flash",
+                "allgather_kv", "torch_cp", "usp", "megatron_sp", "single")
 # Okabe-Ito (colour-blind safe; USP: Tol's wine); DSP gets the strongest hue: every figure compares against it.
 PALETTE = {
     "dsp": "#D55E00",
+    "dsp_hybrid": "#F0A070",      # DSP's hue, lighter: DSP with Ulysses inside full attention
     "ulysses": "#0072B2",
     "ulysses_deepspeed": "#56B4E9",
+    "ulysses_all": "#004C7A",
     "ring": "#009E73",
+    "ring_flash": "#66C2A5",      # the ring's hue, lighter: the library's ring beside ours
+    "allgather_kv": "#E69F00",
+    "torch_cp": "#332288",
     "usp": "#882255",
     "megatron_sp": "#CC79A7",
     "single": "#7F7F7F",
 }
 LABELS = {
-    "dsp": "DSP", "ulysses": "Ulysses", "ulysses_deepspeed": "DeepSpeed-Ulysses",
-    "ring": "Ring Attention", "usp": "USP (Ulysses × Ring)", "megatron_sp": "Megatron-SP", "single": "single device",
+    "dsp": "DSP", "dsp_hybrid": "DSP + Ulysses (full attention)", "ulysses": "Ulysses", "ulysses_deepspeed": "DeepSpeed-Ulysses",
+    "ulysses_all": "Ulysses (every attention)",
+    "ring": "Ring Attention", "ring_flash": "ring-flash-attn", "allgather_kv": "All-gather KV (Llama 3 CP)",
+    "torch_cp": "torch context_parallel", "usp": "USP (Ulysses × Ring)", "megatron_sp": "Megatron-SP",
+    "single": "single device",
 }
-# Paper Table 3 (forward, per layer, paper's convention): the formula and its factor of M.
+# Paper Table 3 (forward, per layer, paper's convention): the formula and its factor of M. Ulysses
+# has two rows, the two conventions the paper's versions use: in the sharded dim's block only
+# (4M/N, ICML "less than 25%"/v5 "at least 50%") and in both blocks (8M/N, v1 and "75% less").
 PAPER_TABLE3 = {
     "dsp": ("2M/N", lambda n: 2 / n), "ulysses": ("4M/N", lambda n: 4 / n),
-    "ulysses_deepspeed": ("4M/N", lambda n: 4 / n), "ring": ("2M", lambda n: 2.0),
+    "ulysses_all": ("8M/N", lambda n: 8 / n), "ulysses_deepspeed": ("4M/N", lambda n: 4 / n), "ring": ("2M", lambda n: 2.0),
     "megatron_sp": ("8M", lambda n: 8.0),
+    # not in the paper: the same convention (whole tensors moved per device) for the newer methods
+    "allgather_kv": ("2M", lambda n: 2.0), "ring_flash": ("2M", lambda n: 2.0),
 }
 _GREYS = ("#4D4D4D", "#999999", "#B3B3B3", "#333333", "#666666")
 METRIC_STATUSES = ("ok", "predicted")   # records that carry timings (predicted: cost model)
@@ -41,10 +54,13 @@ RC = {
     "svg.fonttype": "none",       # keep text as text in SVG: searchable, and smaller
     "svg.hashsalt": "dspbench",   # stable element ids: the same data gives the same SVG
     "figure.dpi": 100,
-    "savefig.dpi": 110,
+    "savefig.dpi": 80,
     "axes.grid": True,
     "grid.alpha": 0.3,
     "legend.frameon": False,
+    # read at a browser's width (the SVG scales to the page): 13-15 px text, not 7
+    "font.size": 14, "axes.titlesize": 14, "axes.labelsize": 14, "xtick.labelsize": 12,
+    "ytick.labelsize": 12, "legend.fontsize": 12, "legend.title_fontsize": 12,
 }
 
 

@@ -6,28 +6,39 @@ import pandas as pd
 from dspbench.reports import fmt
 from dspbench.reports.derive import COMPARE
 from dspbench.reports.fmt import Table
+from dspbench.reports.provenance import status_label
 from dspbench.reports.style import METRIC_STATUSES, label, order
 
-ROW = ["model", "mode", "dtype", "batch", "frames", "spatial", "gpus"]
+ROW = ["model", "mode", "dtype", "batch", "frames", "spatial", "gpus", "sp"]
+# An `unsupported` record whose reason starts so: the method cannot apply to the model at any shape
+# or degree (DSP on full attention), shown as n/a rather than as a constraint a run missed.
+NOT_APPLICABLE = "not applicable"
 ROW_NAMES = {"model": "model", "mode": "mode", "dtype": "dtype", "batch": "B", "frames": "T",
-             "spatial": "S", "gpus": "GPUs", "kind": "numbers", "hardware": "hardware"}
+             "spatial": "S", "gpus": "GPUs", "sp": "SP", "dp": "DP", "source": "numbers",
+             "hardware": "hardware", "grad_ckpt": "ckpt", "zero": "ZeRO", "cfg": "CFG",
+             "backend": "backend", "sample_steps": "steps"}
 
 
 def _row_keys(df: pd.DataFrame) -> list[str]:
-    """ROW, plus any other configuration column that varies (backend, kind, hardware, ...)."""
+    """ROW, plus any other comparison-key column that varies (backend, source, hardware, ...)."""
     shown = [c for c in COMPARE if c not in ROW and c in df and df[c].nunique(dropna=False) > 1]
-    if "kind" not in shown and "kind" in df and (df["kind"] == "predicted").any():
-        shown.append("kind")          # predicted numbers are always labelled as such
+    if "source" not in shown and "source" in df and (df["source"] != "measured").any():
+        shown.append("source")          # predicted and synthetic numbers are always labelled
     return ROW + shown
 
 
 def _failures(runs: pd.DataFrame) -> dict[tuple, str]:
-    """(ROW..., method) -> status of failed runs where no run of that method and ROW has timings:
-    a failed repeat next to a good one is not the configuration's outcome."""
+    """(ROW..., source, method) -> status of failed runs where no run of that method, source and
+    ROW has timings: a failed repeat next to a good one is not the configuration's outcome.
+    A prediction's failure reads 'predicted oom', never a measured 'oom'."""
+    key = ROW + ["source", "method"]
     done = runs["status"].isin(METRIC_STATUSES)
-    good = set(runs.loc[done, ROW + ["method"]].itertuples(index=False, name=None))
-    bad = runs.loc[~done, ROW + ["method", "status"]].itertuples(index=False, name=None)
-    return {k[:-1]: k[-1] for k in bad if k[:-1] not in good}
+    good = set(runs.loc[done, key].drop_duplicates().itertuples(index=False, name=None))
+    reason = runs["error"].astype(str) if "error" in runs else pd.Series("", index=runs.index)
+    not_applicable = (runs["status"] == "unsupported") & reason.str.startswith(NOT_APPLICABLE)
+    outcome = runs["outcome"].where(~not_applicable, "n/a")
+    bad = runs.loc[~done, key].assign(outcome=outcome[~done]).drop_duplicates().itertuples(index=False, name=None)
+    return {k[:-1]: status_label(k[-1], k[-3]) for k in bad if k[:-1] not in good}
 
 
 def _config_frame(best: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -40,16 +51,17 @@ def _sort_key(col: pd.Series) -> pd.Series:
     return col.astype(str) if col.dtype == object else col
 
 
-def _per_method(best, cfgs, keys, m, col) -> pd.Series:
-    """best[col] of method m aligned to the rows of cfgs (NaN where m has no run)."""
-    sub = best[best["method"] == m].set_index(keys)
-    return sub[col].reindex(pd.MultiIndex.from_frame(cfgs)).reset_index(drop=True)
+def _per_method(best, cfgs, keys, m, cols: list[str]) -> pd.DataFrame:
+    """best[cols] of method m aligned to the rows of cfgs (NaN where m has no run)."""
+    sub = best.loc[best["method"] == m, keys + cols]
+    return cfgs[keys].merge(sub, on=keys, how="left")[cols].reset_index(drop=True)
 
 
 def _fill(cells: pd.Series, cfgs: pd.DataFrame, m: str, fails: dict) -> list[str]:
     """Cells with no value show the run's failure status, else a dash."""
-    return [c if isinstance(c, str) else fails.get(tuple(k[:len(ROW)]) + (m,), "—")
-            for c, k in zip(cells, cfgs.itertuples(index=False))]
+    src = cfgs["source"] if "source" in cfgs else ["measured"] * len(cfgs)
+    return [c if isinstance(c, str) else fails.get(tuple(k[:len(ROW)]) + (s, m), "—")
+            for c, k, s in zip(cells, cfgs.itertuples(index=False), src)]
 
 
 def throughput(runs, best, speedups) -> Table:
@@ -59,17 +71,18 @@ def throughput(runs, best, speedups) -> Table:
     fails = _failures(runs)
     data, disp = cfgs.copy(), cfgs.rename(columns=ROW_NAMES).astype(object)
     for m in methods:
-        v, sp, n, spread = (_per_method(best, cfgs, keys, m, c)
-                            for c in ("samples_per_s", "sp", "n_repeats", "spread_pct"))
-        cells = pd.Series([None if pd.isna(x) else fmt.num(x) + (f" ±{h / 2:.0f}%" if r > 1 else "")
-                           + (f" (sp {int(p)})" if p != g else "")
-                           for x, r, h, p, g in zip(v, n, spread, sp, cfgs["gpus"])], dtype=object)
+        al = _per_method(best, cfgs, keys, m, ["samples_per_s", "n_repeats", "samples_per_s_min",
+                                               "samples_per_s_max"])
+        v, n, lo, hi = (al[c] for c in al.columns)
+        cells = pd.Series([None if pd.isna(x) else fmt.spread(x, a, b, r)
+                           for x, r, a, b in zip(v, n, lo, hi)], dtype=object)
         disp[f"{label(m)} (samples/s)"] = _fill(cells, cfgs, m, fails)
-        data[f"{m}_samples_per_s"], data[f"{m}_sp"] = v.to_numpy(), sp.to_numpy()
+        data[f"{m}_samples_per_s"], data[f"{m}_n"] = v.to_numpy(), n.to_numpy()
     _add_speedups(data, disp, cfgs, keys, speedups)
-    notes = ["samples/s: global throughput, median over repeats (± half the min-max range); "
-             "(sp N): the method's best SP degree when it is not the GPU count; "
-             "oom/unsupported/timeout/error: the run's status; —: not run. DSP / X: ratio of samples/s."]
+    notes = ["samples/s: global throughput, median [min–max] over repeats, or (n=1) for one run; "
+             "oom/unsupported/timeout/error: the run's status (a cost model's: 'predicted oom'); n/a: the method cannot apply to this model (DSP on full 3-D attention); "
+             "—: not run. DSP / X: DSP's samples/s over X's on the same row (same key, same source), "
+             "[range] pairing the repeats' extremes."]
     return Table("throughput", "Throughput per method and DSP's speed-up", data, disp, notes)
 
 
@@ -77,33 +90,44 @@ def _add_speedups(data, disp, cfgs, keys, speedups) -> None:
     if speedups.empty:
         return
     for base in order(speedups["baseline"].unique()):
-        v = _per_method(speedups.assign(method=speedups["baseline"]), cfgs, keys, base, "speedup")
-        disp[f"DSP / {label(base)}"] = v.map(fmt.times).to_numpy()
+        s = speedups.assign(method=speedups["baseline"],
+                            n=speedups[["n_repeats", "n_repeats_base"]].min(axis=1))
+        al = _per_method(s, cfgs, keys, base, ["speedup", "speedup_lo", "speedup_hi", "n"])
+        v, lo, hi, n = (al[c] for c in al.columns)
+        disp[f"DSP / {label(base)}"] = [fmt.ratio_spread(x, a, b, k) for x, a, b, k in zip(v, lo, hi, n)]
         data[f"speedup_vs_{base}"] = v.to_numpy()
 
 
 def details(agg: pd.DataFrame) -> Table:
     """Every configuration (all SP degrees): step time, throughput per GPU, MFU, comm, memory."""
-    cols = ["method", "sp", "shard"] + ROW + ["kind", "n_repeats", "step_time_s", "samples_per_s",
-            "samples_per_s_per_gpu", "tokens_per_s_per_gpu", "mfu", "comm_wire_bytes",
-            "comm_share", "busbw_bytes_per_s", "mem_per_rank_bytes", "spread_pct"]
-    data = agg.reindex(columns=cols).sort_values(ROW + ["method", "sp"], key=_sort_key)
+    cols = ["method", "shard"] + ROW + ["source", "hardware", "n_repeats", "step_time_s", "samples_per_s",
+            "samples_per_s_min", "samples_per_s_max", "samples_per_s_per_gpu", "tokens_per_s_per_gpu",
+            "mfu", "comm_wire_bytes", "comm_sp_bytes", "comm_grad_bytes", "comm_share",
+            "busbw_bytes_per_s", "mem_per_rank_bytes", "file", "line"]
+    data = agg.reindex(columns=cols).sort_values(ROW + ["method"], key=_sort_key)
     d = pd.DataFrame({
-        "method": data["method"].map(label), "SP": data["sp"].astype("Int64"),
-        **{ROW_NAMES[c]: data[c] for c in ROW}, "numbers": data["kind"], "repeats": data["n_repeats"],
-        "step (s)": data["step_time_s"].map(fmt.num), "samples/s": data["samples_per_s"].map(fmt.num),
-        "samples/s/GPU": data["samples_per_s_per_gpu"].map(fmt.num),
-        "tokens/s/GPU": data["tokens_per_s_per_gpu"].map(lambda x: fmt.num(x, 3)),
+        "method": data["method"].map(label),
+        **{ROW_NAMES[c]: data[c] for c in ROW}, "numbers": data["source"], "hardware": data["hardware"],
+        "step (s)": data["step_time_s"].map(fmt.num),
+        "samples/s": [fmt.spread(x, a, b, n) for x, a, b, n in zip(data["samples_per_s"], data["samples_per_s_min"],
+                                                                   data["samples_per_s_max"], data["n_repeats"])],
+        "tokens/s/GPU": data["tokens_per_s_per_gpu"].map(fmt.num),
         "MFU": data["mfu"].map(fmt.pct),
-        "comm/rank/step (MiB)": data["comm_wire_bytes"].map(fmt.mib),
-        "comm share of step": data["comm_share"].map(fmt.pct),
-        "bus bw (GB/s)": (data["busbw_bytes_per_s"] / 1e9).map(lambda x: fmt.num(x, 3)),
+        "SP comm (MiB/step)": data["comm_sp_bytes"].map(fmt.mib),
+        "grad sync (MiB/step)": data["comm_grad_bytes"].map(fmt.mib),
+        "comm share": data["comm_share"].map(fmt.pct),
+        "bus bw (GB/s)": (data["busbw_bytes_per_s"] / 1e9).map(fmt.num),
         "peak mem/rank (GiB)": data["mem_per_rank_bytes"].map(fmt.gib)})
-    notes = ["comm: wire bytes sent per rank per step (nccl-tests convention); comm share and bus "
-             "bandwidth from a separate instrumented iteration (ops timed alone, no overlap); "
-             "MFU: analytic FLOPs / device peak, — where the peak is unknown (CPU)."]
+    notes = ["Per rank per step, wire bytes (nccl-tests convention): SP comm = the method's own "
+             "traffic (switches, all-to-alls, ring, TP collectives, the model-exit gather); grad sync "
+             "= the all-reduce of replicated parameters' gradients (ledger tags grad_sync, "
+             "dp_grad_sync), which dominates on a tiny model. Comm share and bus bandwidth from a "
+             "separate instrumented iteration (ops timed alone, no overlap); MFU: analytic FLOPs / "
+             "device peak, — where the peak is unknown (CPU)."]
+    links = [(f, int(n)) if isinstance(f, str) and not pd.isna(n) else None
+             for f, n in zip(data["file"], data["line"])]
     return Table("details", "Every configuration: time, throughput, MFU, communication, memory",
-                 data, d.reset_index(drop=True), notes)
+                 data, d.reset_index(drop=True), notes, links)
 
 
 def memory(runs, best) -> Table:
@@ -112,7 +136,7 @@ def memory(runs, best) -> Table:
     fails = _failures(runs)
     data, disp = cfgs.copy(), cfgs.rename(columns=ROW_NAMES).astype(object)
     for m in (order(best["method"].unique()) if not best.empty else []):
-        v = _per_method(best, cfgs, keys, m, "mem_per_rank_bytes")
+        v = _per_method(best, cfgs, keys, m, ["mem_per_rank_bytes"])["mem_per_rank_bytes"]
         data[f"{m}_peak_mem_bytes_per_rank"] = v.to_numpy()
         disp[f"{label(m)} (GiB)"] = _fill(v.map(lambda x: None if pd.isna(x) else fmt.gib(x)), cfgs, m, fails)
     return Table("memory", "Peak memory per rank (max over ranks), each method's best run", data, disp,
@@ -122,7 +146,7 @@ def memory(runs, best) -> Table:
 
 def scaling(sc: pd.DataFrame) -> Table:
     cols = ["scaling", "series", "method", "gpus", "sp", "model", "mode", "frames", "spatial",
-            "samples_per_s", "tokens_per_s_per_gpu", "efficiency", "base_gpus", "kind"]
+            "samples_per_s", "tokens_per_s_per_gpu", "efficiency", "base_gpus", "source"]
     data = sc.reindex(columns=cols)
     if not data.empty:
         data = data.assign(_o=data["method"].map({m: i for i, m in enumerate(order(data["method"]))}))

@@ -12,25 +12,31 @@ from dspbench.reports import fmt
 from dspbench.reports.fmt import Table
 from dspbench.reports.style import label, order
 
-CONFIG = ["model", "mode", "dtype", "batch", "frames", "spatial", "gpus", "sp"]
+# pairs share a run_id (the same configuration); ratios are taken within one side and this key
+CONFIG = ["model", "mode", "dtype", "batch", "frames", "spatial", "gpus", "sp", "dp", "grad_ckpt",
+          "zero", "cfg", "hardware"]
 
 
 def _pairs(runs: pd.DataFrame, predicted: pd.DataFrame) -> pd.DataFrame:
     if predicted.empty or runs.empty:
         return pd.DataFrame()
-    ok = runs[runs["status"] == "ok"][["run_id", "method", *CONFIG, "step_time_median_s"]]
+    # the measured side is measured (never a synthetic or another prediction), the other predicted
+    key = [c for c in CONFIG if c in runs]        # hardware: once the runs are enriched
+    ok = runs[(runs["status"] == "ok") & (runs["source"] == "measured")][["run_id", "method", *key,
+                                                                          "step_time_median_s"]]
+    predicted = predicted[predicted["source"] == "predicted"]
     pred = predicted[["run_id", "step_time_median_s"]].rename(columns={"step_time_median_s": "predicted_s"})
     both = ok.merge(pred, on="run_id").rename(columns={"step_time_median_s": "measured_s"})
     if both.empty:
         return both
-    agg = both.groupby(["method", *CONFIG], as_index=False).agg(
+    agg = both.groupby(["method", *key], as_index=False, dropna=False).agg(
         measured_s=("measured_s", "median"), predicted_s=("predicted_s", "median"), n=("run_id", "size"))
-    dsp = agg[agg["method"] == "dsp"].set_index(CONFIG)[["measured_s", "predicted_s"]]
-    key = agg.set_index(CONFIG).index
-    agg["ratio_measured"] = agg["measured_s"].values / dsp["measured_s"].reindex(key).values
-    agg["ratio_predicted"] = agg["predicted_s"].values / dsp["predicted_s"].reindex(key).values
+    dsp = agg[agg["method"] == "dsp"].set_index(key)[["measured_s", "predicted_s"]]
+    idx = agg.set_index(key).index
+    agg["ratio_measured"] = agg["measured_s"].values / dsp["measured_s"].reindex(idx).values
+    agg["ratio_predicted"] = agg["predicted_s"].values / dsp["predicted_s"].reindex(idx).values
     rank = {m: i for i, m in enumerate(order(agg["method"]))}
-    return agg.assign(_o=agg["method"].map(rank)).sort_values([*CONFIG, "_o"]).drop(columns="_o")
+    return agg.assign(_o=agg["method"].map(rank)).sort_values([*key, "_o"]).drop(columns="_o")
 
 
 def _two(x) -> str:

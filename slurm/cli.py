@@ -21,6 +21,8 @@ def add_sweep_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the plan (jobs, nodes, GPU-hours); run nothing")
     p.add_argument("--retry-failed", action="store_true",
                    help="rerun configurations whose record is error/oom/timeout (ok and unsupported are kept)")
+    p.add_argument("--wait", action="store_true",
+                   help="if another sweep holds the results directory, wait for it (default: exit 2)")
 
 
 def cmd_sweep(args) -> int:
@@ -32,14 +34,18 @@ def cmd_sweep(args) -> int:
         return 0
     if args.dir:
         raise ValueError(f"unexpected argument {args.dir!r} (only `dspbench sweep status DIR` takes two)")
-    from dspbench.slurm.execute import prepare, run_plan
+    from dspbench.slurm.execute import prepare, results_root, run_plan
+    from dspbench.slurm.lock import results_lock
     from dspbench.slurm.plan import plan_table
-    plan, root = prepare(args.sweep, args.executor, args.results, args.retry_failed)
-    print(plan_table(plan))
-    if args.dry_run:
+    if args.dry_run:     # reads only: no lock
+        print(plan_table(prepare(args.sweep, args.executor, args.results, args.retry_failed)[0]))
         return 0
-    print(f"\nresults: {root}")
-    counts = run_plan(plan, root)
+    # One sweep at a time per results directory, from planning to the end of running (or submitting).
+    with results_lock(results_root(args.sweep, args.results), wait=args.wait):
+        plan, root = prepare(args.sweep, args.executor, args.results, args.retry_failed)
+        print(plan_table(plan))
+        print(f"\nresults: {root}")
+        counts = run_plan(plan, root)
     if plan.executor == "slurm":
         print(f"follow with: dspbench sweep status {root}")
         return 0

@@ -13,8 +13,9 @@ from pathlib import Path
 from dspbench.records.config import RunConfig
 
 from dspbench.slurm.job import SweepJob
+from dspbench.slurm.journal import in_flight, new_token, write_intent, write_submitted
 from dspbench.slurm.plan import Plan, Shape, make_plan
-from dspbench.slurm.results import add_submitted, in_flight, process_records_file, states, write_manifest
+from dspbench.slurm.results import process_records_file, states, write_manifest
 from dspbench.slurm.spec import ClusterProfile, load_sweep
 
 
@@ -22,9 +23,15 @@ def prepare(sweep: str, executor: str = "local", results: str | None = None,
             retry_failed: bool = False) -> tuple[Plan, Path]:
     """Read the spec (strictly) and the results so far; nothing runs or is submitted."""
     spec = load_sweep(sweep)
-    root = Path(results or Path("results") / spec.name).resolve()
-    queued = {rid for rids in in_flight(root).values() for rid in rids}
+    root = results_root(sweep, results, spec.name)
+    # SLURM first, records second: a job that leaves the queue in between has written its records.
+    queued = {rid for rids in in_flight(root, strict=executor == "slurm").values() for rid in rids}
     return make_plan(spec, executor, states(root), queued, retry_failed), root
+
+
+def results_root(sweep: str, results: str | None, name: str | None = None) -> Path:
+    """--results, else results/<sweep name> (read from the spec when not given)."""
+    return Path(results or Path("results") / (name or load_sweep(sweep).name)).resolve()
 
 
 def run_plan(plan: Plan, root: Path) -> dict:
@@ -123,16 +130,20 @@ def make_executor(folder: Path, profile: ClusterProfile, shape: Shape, name: str
 
 
 def submit(plan: Plan, root: Path) -> tuple[dict, list]:
-    """One job array per shape. On any failure the jobs already submitted are cancelled."""
+    """One job array per shape, journalled (journal.py): its run_ids before sbatch, its job ids right
+    after, its token as the SLURM comment. On any failure the jobs already submitted are cancelled."""
     profile, name = plan.spec.cluster, f"dspbench-{plan.spec.name}"
     submitted, handles = {}, []
     try:
         for shape, jobs in groupby(plan.jobs, key=lambda j: j.shape):
-            jobs = list(jobs)
+            jobs, token = list(jobs), new_token()
+            write_intent(root, token, name, [[c.run_id() for c in j.configs] for j in jobs])
             ex = make_executor(root / "submitit" / "%j", profile, shape, name)
+            ex.update_parameters(slurm_comment=token)
             with ex.batch():
                 batch = [ex.submit(SweepJob(str(root), [c.to_dict() for c in j.configs], profile.signal_delay_s))
                          for j in jobs]
+            write_submitted(root, token, [h.job_id for h in batch])
             for handle, job in zip(batch, jobs):
                 submitted[handle.job_id] = [c.run_id() for c in job.configs]
             handles += batch
@@ -140,7 +151,6 @@ def submit(plan: Plan, root: Path) -> tuple[dict, list]:
         if submitted:
             subprocess.run(["scancel", *submitted], capture_output=True, timeout=60)
         raise
-    add_submitted(root, submitted)
     for job_id, rids in submitted.items():
         print(f"submitted job {job_id}: {len(rids)} configurations")
     return submitted, handles

@@ -1,10 +1,11 @@
 """One SLURM job of a sweep: configurations of one allocation shape, each isolated in its own processes.
 
 Every task of the job (one per rank) walks the same list of configurations. For each it starts its rank
-as a subprocess, `python -m dspbench.cli run --launcher env ... --records-file <the job's file>`, with
-a fresh MASTER_PORT and a wall-clock deadline, so a crash or a hang costs one data point, not the job.
-Rank 0's subprocess appends the record; if it dies or is killed without writing one, task 0 appends an
-error/oom/timeout record itself. Task 0 then marks the configuration done (a file under logs/): the
+as a subprocess, `python -m dspbench.cli run --launcher env ... --outcome-prefix logs/.../<run_id>`,
+with a fresh MASTER_PORT and a wall-clock deadline, so a crash or a hang costs one data point, not the
+job. Every rank leaves a heartbeat and its outcome beside its log, rank 0 its record (outcome.py); task
+0 appends the configuration's one record to the job's records file, naming the culprit rank and the
+kind (timeout vs error) from all ranks' accounts. Task 0 then marks the configuration done (logs/): the
 other tasks stop their rank of it shortly after that mark and wait for it before starting the next
 configuration, so the ranks of a configuration start together and no rendezvous waits on a laggard.
 
@@ -32,6 +33,7 @@ import submitit
 from dspbench.records.config import RunConfig
 from dspbench.records.io import append_record, read_records
 
+from dspbench.slurm.outcome import compose, gather, paths, silent_exit, write_outcome
 from dspbench.slurm.plan import DRAIN_MARGIN_S, GRACE_S
 
 RELEASE_S = 5.0         # other ranks may linger this long once rank 0 is done with a configuration
@@ -76,6 +78,10 @@ class Task:
     def marker(self, rid: str) -> Path:
         return self.logs / f"{rid}.done"
 
+    def prefix(self, rid: str) -> Path:
+        """Where the ranks of a configuration leave log, heartbeat, outcome and (rank 0) record."""
+        return self.logs / rid
+
     def port(self, rid: str) -> int:
         """The same on every task, different for every configuration and attempt."""
         digest = hashlib.sha256(f"{self.logs}/{rid}".encode()).digest()
@@ -87,6 +93,10 @@ class Running:
     cfg: RunConfig
     procs: dict[int, subprocess.Popen]
     deadline: float
+
+    def codes(self, killed: set[int]) -> dict[int, int | None]:
+        """Exit code of each local rank; None for those the job killed (they did not end by themselves)."""
+        return {r: None if r in killed else p.returncode for r, p in self.procs.items()}
 
 
 @dataclass
@@ -144,43 +154,52 @@ class SweepJob:
         port = task.port(cfg.run_id())
         procs = {r: _spawn(task, cfg, r, port) for r in task.ranks(cfg)}
         self._running = run = Running(cfg, procs, time.monotonic() + cfg.timeout_s + GRACE_S)
-        ended = self._wait(task, run)
+        ended, killed = self._wait(task, run)
         self._running = None
-        if ended == "drained":     # the time limit came first: unless recorded, it reruns after the requeue
+        if ended == "drained" and _rank0_record(task, cfg) is None:   # it reruns after the requeue
             return recorded(task.records).get(cfg.run_id(), "requeued")
-        return self._settle(task, run, ended == "killed") if task.owner else "-"
+        if not task.owner:
+            _own_outcomes(task, run, killed)
+            return "-"
+        return self._settle(task, run, ended == "killed", killed)
 
-    def _wait(self, task: Task, run: Running) -> str:
-        """Until every local rank ended: 'done', or 'killed' (its deadline), or 'drained' (USR2)."""
+    def _wait(self, task: Task, run: Running) -> tuple[str, set[int]]:
+        """Until every local rank ended: 'done', or 'killed' (its deadline), or 'drained' (USR2); and
+        the local ranks the job killed."""
         released = None
-        while alive := [p for p in run.procs.values() if p.poll() is None]:
+        while alive := {r: p for r, p in run.procs.items() if p.poll() is None}:
             now = time.monotonic()
             if now > run.deadline:
-                _kill(alive)
-                return "killed"
+                return "killed", _kill(alive)
             if task.drain_until is not None and now > task.drain_until and task.owner:
-                _kill(alive)
-                return "drained"
+                return "drained", _kill(alive)
             if released is None and _rank0_done(task, run):
                 released = now
             if released is not None and now > released + RELEASE_S:
-                _kill(alive)     # rank 0 is done: whatever these wait for will not come
-                return "done"
+                return "done", _kill(alive)     # rank 0 is done: whatever these wait for will not come
             time.sleep(POLL_S)
-        return "done"
+        return "done", set()
 
-    def _settle(self, task: Task, run: Running, killed: bool) -> str:
-        """Task 0: make sure the configuration has exactly one record, then mark it done."""
-        rid = run.cfg.run_id()
+    def _settle(self, task: Task, run: Running, deadline_hit: bool, killed: set[int]) -> str:
+        """Task 0: append the configuration's one record (composed from every rank's end), mark it done."""
+        cfg, rid = run.cfg, run.cfg.run_id()
         status = recorded(task.records).get(rid)
-        code = run.procs[0].returncode
-        if status is None and not killed and code in STOP_SIGNALS:
+        if status is not None:        # already there (an earlier attempt of this job): never twice
+            task.marker(rid).touch()
+            return status
+        rec, code = _rank0_record(task, cfg), run.procs[0].returncode
+        if rec is None and not deadline_hit and code in STOP_SIGNALS:
             task.stopping = True       # the job is being cancelled: record nothing, rerun on resume
             return "stopped"
-        if status is None:
-            status = fallback(task, run.cfg, code, killed)
+        if rec is None or rec["status"] != "ok":
+            ends = gather(task.prefix(rid), cfg.gpus, run.codes(killed), wait_remote=not task.all_ranks_here)
+            status, why = compose(cfg, ends, deadline_hit)
+            tail = _tail(paths(task.prefix(rid), 0)["log"]) if rec is None else ""
+            rec = {**(rec or _bare_record(cfg)), "status": status,
+                   "error": why + (f"; rank 0's output ends: {tail}" if tail else "")}
+        append_record(task.records, rec)
         task.marker(rid).touch()
-        return status
+        return rec["status"]
 
     def _wait_marker(self, task: Task, prev: dict) -> bool:
         """Other tasks: start the next configuration only once task 0 has finished the previous one."""
@@ -220,12 +239,11 @@ def _spawn(task: Task, cfg: RunConfig, rank: int, port: int) -> subprocess.Popen
         env.update(LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(cfg.gpus))
     if "SLURM_CPUS_PER_TASK" in env:      # os.cpu_count() would count the whole node
         env.setdefault("OMP_NUM_THREADS", env["SLURM_CPUS_PER_TASK"])
-    # A failing rank > 0 appends a record too (its own error): keep it beside the logs, out of records/,
-    # so the configuration has one record; `sweep status` shows it as the likely root cause.
-    records = task.records if rank == 0 else task.logs / f"{cfg.run_id()}.r{rank}.result"
-    log = open(task.logs / f"{cfg.run_id()}.r{rank}.log", "ab")
-    with log:
-        return subprocess.Popen(rank_command(cfg, records), env=env, stdout=log, stderr=subprocess.STDOUT,
+    # Rank 0's record goes beside the logs: task 0 appends the configuration's one record (outcome.py).
+    files = paths(task.prefix(cfg.run_id()), rank)
+    argv = rank_command(cfg, files["result"]) + ["--outcome-prefix", str(task.prefix(cfg.run_id()))]
+    with open(files["log"], "ab") as log:
+        return subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, preexec_fn=_child_setup)
 
 
@@ -238,33 +256,38 @@ def _child_setup() -> None:
         pass
 
 
-def _kill(procs: list[subprocess.Popen]) -> None:
-    for p in procs:
+def _kill(procs: dict[int, subprocess.Popen] | list[subprocess.Popen]) -> set[int]:
+    """Kill and reap; returns the ranks killed."""
+    procs = procs if isinstance(procs, dict) else dict(enumerate(procs))
+    for p in procs.values():
         p.kill()
-    for p in procs:
+    for p in procs.values():
         p.wait()
+    return set(procs)
+
+
+def _rank0_record(task: Task, cfg: RunConfig) -> dict | None:
+    path = paths(task.prefix(cfg.run_id()), 0)["result"]
+    recs = read_records(path)[0] if path.exists() else []
+    return recs[-1] if recs else None
+
+
+def _own_outcomes(task: Task, run: Running, killed: set[int]) -> None:
+    """Other tasks: a rank of ours that died without its outcome gets one from its exit code."""
+    for rank, code in run.codes(killed).items():
+        out = paths(task.prefix(run.cfg.run_id()), rank)["outcome"]
+        if code not in (None, 0) and code not in STOP_SIGNALS and not out.exists():
+            write_outcome(out, *silent_exit(rank, code))
+
+
+def _bare_record(cfg: RunConfig) -> dict:
+    from dspbench.records.build import Outcome, build_record    # imports torch: only on this path
+    return build_record(cfg, Outcome("error", ""))
 
 
 def recorded(path: Path) -> dict[str, str]:
     """run_id -> status of the records in one file (tolerant: a torn line is skipped)."""
     return {r["run_id"]: r["status"] for r in read_records(path)[0]} if Path(path).exists() else {}
-
-
-def fallback(task: Task, cfg: RunConfig, code: int | None, killed: bool) -> str:
-    """The record rank 0 did not write: why, with the end of its output."""
-    from dspbench.records.build import build_record    # imports torch: only on this path
-    from dspbench.records.build import Outcome
-    if killed:
-        status, why = "timeout", (f"no record {cfg.timeout_s + GRACE_S:g} s after start ({cfg.timeout_s:g} s timeout "
-                                  f"+ {GRACE_S:g} s grace): the sweep job killed the ranks")
-    elif code == -signal.SIGKILL:
-        status, why = "oom", "rank 0 was killed by SIGKILL (most likely the out-of-memory killer)"
-    else:
-        status, why = "error", f"rank 0 exited with code {code} without writing a record"
-    tail = _tail(task.logs / f"{cfg.run_id()}.r0.log")
-    why += f"; its output ends: {tail}" if tail else ""
-    append_record(task.records, build_record(cfg, Outcome(status, why)))
-    return status
 
 
 def _tail(path: Path, lines: int = 3) -> str:

@@ -78,7 +78,7 @@ def _combos(grid: dict):
 def _config(spec: SweepSpec, grid: int, values: dict) -> RunConfig:
     cfg = RunConfig(**values)
     try:
-        cfg.validate()
+        cfg.validate()     # unknown methods and models included: a spec error, not `unsupported`
         if cfg.sp == "auto" and not spec.hardware:
             raise ValueError('sp="auto" needs [sweep] hardware = "PROFILE" (the memory model picks the degree)')
         cfg = _resolve_auto(cfg, spec.hardware)

@@ -2,7 +2,9 @@
 
     results/<sweep>/manifest.json     resolved spec, git sha, submissions (time, executor, counts)
     results/<sweep>/records/*.jsonl   one records file per job (or per local/planning process)
-    results/<sweep>/submitted.json    SLURM jobs submitted: job id -> run_ids (to skip queued ones)
+    results/<sweep>/submissions.log   the submission journal (journal.py): each job array's run_ids
+                                      before sbatch, its job ids right after (to skip queued ones)
+    results/<sweep>/.sweep.lock       held by the sweep planning and running here (lock.py)
     results/<sweep>/logs/<job>/       per-configuration rank output of SLURM/debug jobs
     results/<sweep>/submitit/         submitit's sbatch scripts, pickles and job logs
 Only records/ holds *.jsonl: reports read every *.jsonl under the directory.
@@ -11,14 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
-import subprocess
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
-from dspbench.records.io import read_dir, read_records
+from dspbench.records.io import read_dir
+from dspbench.slurm.journal import in_flight
 
 OK_STATES = ("ok", "unsupported")   # never rerun
 STATUS_ORDER = ("ok", "unsupported", "error", "oom", "timeout")
@@ -89,29 +90,6 @@ def write_manifest(root: Path, spec_dict: dict, executor: str, counts: dict, run
                       "submissions": old.get("submissions", []) + [submission]})
 
 
-def add_submitted(root: Path, jobs: dict[str, list[str]]) -> None:
-    path = Path(root) / "submitted.json"
-    write_json(path, {**read_json(path, {}), **jobs})
-
-
-def active_jobs(job_ids: list[str]) -> set[str]:
-    """Which of these SLURM jobs are still pending or running (empty without SLURM)."""
-    if not job_ids or shutil.which("squeue") is None:
-        return set()
-    try:   # -r: one line per array element, as submitit names them (123_4)
-        out = subprocess.run(["squeue", "-h", "-r", "-o", "%i"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return set()
-    queued = set(out.stdout.split())
-    return {j for j in job_ids if j in queued}
-
-
-def in_flight(root: Path) -> dict[str, list[str]]:
-    """job id -> run_ids, for submitted jobs SLURM still holds."""
-    submitted = read_json(Path(root) / "submitted.json", {})
-    return {j: submitted[j] for j in sorted(active_jobs(list(submitted)))}
-
-
 # ---------------------------------------------------------------- status
 def status_report(root: Path) -> str:
     """Counts by status (the record that counts per run_id), what is still queued, what failed and why."""
@@ -120,7 +98,7 @@ def status_report(root: Path) -> str:
         raise FileNotFoundError(f"no results directory {root}")
     best, problems = best_records(root)
     manifest = read_json(root / "manifest.json", {})
-    lines = _count_lines(root, manifest, best)
+    lines = _count_lines(root, manifest, best) + _duplicate_lines(root)
     failing = [r for r in best.values() if r["status"] not in OK_STATES]
     if failing:
         lines += ["", "failing configurations (`dspbench sweep FILE --retry-failed` reruns them):"]
@@ -148,6 +126,27 @@ def _count_lines(root: Path, manifest: dict, best: dict[str, dict]) -> list[str]
     return lines
 
 
+def record_counts(root: Path) -> dict[str, Counter]:
+    """run_id -> Counter of the statuses of every record it has (not only the one that counts)."""
+    records = read_dir(records_dir(root))[0] if records_dir(root).is_dir() else []
+    counts: dict[str, Counter] = {}
+    for rec in records:
+        counts.setdefault(rec["run_id"], Counter())[rec["status"]] += 1
+    return counts
+
+
+def _duplicate_lines(root: Path) -> list[str]:
+    """Configurations that ended more than once as ok/unsupported: work done twice (a second
+    sweep on the same directory, a resubmission); failures before an ok are retries, not duplicates."""
+    dups = {rid: c for rid, c in record_counts(root).items() if sum(c[s] for s in OK_STATES) > 1}
+    if not dups:
+        return []
+    lines = [f"  DUPLICATES: {len(dups)} configurations have more than one ok/unsupported record:"]
+    for rid, c in sorted(dups.items())[:20]:
+        lines.append(f"    {rid}: " + ", ".join(f"{n} {s}" for s, n in sorted(c.items())))
+    return lines
+
+
 def _failure_line(r: dict) -> str:
     where = (f"{r['method']} {r['model']} T={r['frames']} S={r['spatial']} gpus={r['gpus']} sp={r['sp']} "
              f"{r['mode']} repeat={r.get('repeat', 0)}")
@@ -156,14 +155,14 @@ def _failure_line(r: dict) -> str:
 
 
 def _log_hint(root: Path, rid: str) -> list[str]:
-    """Where the ranks' output is (SLURM/debug jobs) and what the other ranks reported: rank 0's error
-    is often only the symptom of a peer's crash (`Connection closed by peer`)."""
+    """Where the ranks' output is (SLURM/debug jobs) and how each rank ended (slurm/outcome.py): the
+    record names the culprit, the others' ends show what followed from it."""
     logs = sorted(root.glob(f"logs/*/*/{rid}.r*.log"))
     if not logs:
         return []
     hints = [f"      rank logs: {logs[-1].parent}/{rid}.r*.log"]
-    for path in sorted(root.glob(f"logs/*/*/{rid}.r*.result")):
-        for rec in read_records(path)[0]:
-            if rec.get("error"):
-                hints.append(f"      {rec['error'][:200]}")
+    for path in sorted(logs[-1].parent.glob(f"{rid}.r*.outcome")):
+        got = read_json(path, {})
+        if got.get("status") not in (None, "ok"):
+            hints.append(f"      {path.name.split('.')[-2]}: {got['status']}: {(got.get('error') or '')[:200]}")
     return hints

@@ -43,3 +43,25 @@ def all_to_all_layout(n_scatter: int = 2, n_gather: int = 1):
     mine = full.chunk(n, n_gather)[r]                       # sharded on the gather dim
     out = comm.all_to_all(mine, n_scatter, n_gather, None, "t")
     return torch.equal(out, full.chunk(n, n_scatter)[r])
+
+
+def a2a_styles_case(scatter: int, gather: int):
+    """The same all-to-all (and its backward) in the `single` and the `list` style: outputs,
+    gradients and ledger events equal."""
+    n, r = comm.world_size(), comm.world_rank()
+    g = torch.Generator().manual_seed(r)
+    x = torch.randn(2, 4 * n, 4 * n, 3, generator=g)
+    y = torch.randn(comm.all_to_all(x, scatter, gather, None, "t").shape, generator=g)
+    out = {}
+    for style in comm.A2A_STYLES:
+        prev = comm.set_a2a_style(style)
+        try:
+            xs = x.clone().requires_grad_()
+            with Ledger() as led:
+                fx = comm.all_to_all(xs, scatter, gather, None, "t")
+                fx.backward(y)
+        finally:
+            comm.set_a2a_style(prev)
+        out[style] = (fx.detach(), xs.grad, [(e.op, e.phase, e.payload_bytes, e.wire_bytes, e.tag) for e in led.events])
+    return {"equal": torch.equal(out["single"][0], out["list"][0]) and torch.equal(out["single"][1], out["list"][1]),
+            "events": (out["single"][2], out["list"][2])}

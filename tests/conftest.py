@@ -19,6 +19,10 @@ def _warm_imports() -> None:
     import dspbench.methods.megatron_sp  # noqa: F401
     import dspbench.methods.ulysses  # noqa: F401
     import dspbench.methods.dsp  # noqa: F401
+    import dspbench.methods.allgather_kv  # noqa: F401
+    import dspbench.methods.ring_flash  # noqa: F401
+    import dspbench.methods.dsp_hybrid  # noqa: F401
+    import dspbench.methods.torch_cp  # noqa: F401
 
 
 @pytest.fixture(scope="session")

@@ -27,9 +27,11 @@ def _run(attn, q, k, v, g, call):
     return o.detach(), [t.grad for t in (q, k, v)], led
 
 
-def attention_case(shape: tuple, seed: int = 0) -> dict:
+def attention_case(shape: tuple, seed: int = 0, gather: int = 1) -> dict:
     """Our UlyssesAttention, DeepSpeed's raw DistributedAttention and the method's wrapper of it on
-    the same random (B, L/N, H, D) shards of q, k, v and the output gradient (fp32)."""
+    the same random shards of q, k, v and the output gradient (fp32): (B, L/N, H, D) for gather=1
+    (attention over the sharded dim), (B/N, L, H, D) for gather=0 (`ulysses_all`'s attention over
+    a dim it treats as batch, whose shard sits in B)."""
     from dspbench.methods.ulysses_deepspeed import DeepSpeedUlyssesAttention, init_deepspeed
     init_deepspeed()
     import deepspeed.comm as ds_comm
@@ -40,18 +42,18 @@ def attention_case(shape: tuple, seed: int = 0) -> dict:
     B, L, H, D = shape
     gen = torch.Generator().manual_seed(seed)        # the same full tensors on every rank
     full = [torch.randn(B, L, H, D, generator=gen) for _ in range(4)]
-    q, k, v, g = (t.chunk(n, 1)[r].contiguous() for t in full)
+    q, k, v, g = (t.chunk(n, gather)[r].contiguous() for t in full)
 
-    ours = _run(UlyssesAttention(LocalAttention(), group), q, k, v, g, lambda a, *t: a(*t))
+    ours = _run(UlyssesAttention(LocalAttention(), group, gather), q, k, v, g, lambda a, *t: a(*t))
     before = ds_comm.all_to_all_single
     with comm_external.record_external_all_to_all(ds_comm, tag_for=lambda: "deepspeed"):
-        raw = _run(DistributedAttention(LocalAttention(), group, scatter_idx=2, gather_idx=1),
-                   q, k, v, g, lambda a, *t: a(*t, 0))
-    method = _run(DeepSpeedUlyssesAttention(LocalAttention(), group), q, k, v, g, lambda a, *t: a(*t))
+        raw = _run(DistributedAttention(LocalAttention(), group, scatter_idx=2, gather_idx=gather),
+                   q, k, v, g, lambda a, *t: a(*t, 1 - gather))   # batch_dim_idx: 0 batch-first, 1 seq-first
+    method = _run(DeepSpeedUlyssesAttention(LocalAttention(), group, gather), q, k, v, g, lambda a, *t: a(*t))
 
     # Single-device reference: full attention, this rank's rows of output and input gradients.
     ref = _run(LocalAttention(), *full[:3], full[3], lambda a, *t: a(*t))
-    ref_o, ref_grads = ref[0].chunk(n, 1)[r], [t.chunk(n, 1)[r] for t in ref[1]]
+    ref_o, ref_grads = ref[0].chunk(n, gather)[r], [t.chunk(n, gather)[r] for t in ref[1]]
 
     def errs(res, o, grads):
         return {"out": (res[0] - o).abs().max().item(),

@@ -67,3 +67,91 @@ def install(monkeypatch, generation: str) -> None:
     monkeypatch.setitem(sys.modules, "flash_attn.flash_attn_interface", iface)
     fa._interface.cache_clear()
     fa._supported.cache_clear()
+
+
+# ---------------------------------------------------------------- what ring-flash-attn imports
+# ring-flash-attn 0.1.8 imports the dense and the varlen private functions (2.6+ signatures) at
+# import time, and its Hugging Face adapter imports transformers. On CPU both are stood in for:
+# the dense and varlen kernels by the fp32 reference above (explicit softmax and LSE), transformers
+# by an empty module with the one name the adapter reads (no transformers code ever runs here).
+def _check_plain(causal, dropout_p, alibi_slopes):
+    if causal or dropout_p or alibi_slopes is not None:
+        raise NotImplementedError("the CPU stand-in computes plain (non-causal, no dropout) attention only")
+
+
+def dense_fwd(q, k, v, dropout_p, softmax_scale, causal, window_size_left=-1, window_size_right=-1,
+              softcap=0.0, alibi_slopes=None, return_softmax=False):
+    _check_plain(causal, dropout_p, alibi_slopes)
+    out, lse = _fwd(q, k, v, softmax_scale)
+    return out, lse, None, None
+
+
+def dense_bwd(dout, q, k, v, out, softmax_lse, dq, dk, dv, dropout_p, softmax_scale, causal,
+              window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, deterministic=False,
+              rng_state=None):
+    _check_plain(causal, dropout_p, alibi_slopes)
+    _bwd(dout, q, k, v, out, softmax_lse, dq, dk, dv, softmax_scale)
+    return dq, dk, dv, None
+
+
+def _segments(cu_q, cu_k):
+    """(query slice, key slice) of each packed sequence."""
+    cq, ck = cu_q.tolist(), cu_k.tolist()
+    return [(slice(cq[i], cq[i + 1]), slice(ck[i], ck[i + 1])) for i in range(len(cq) - 1)]
+
+
+def varlen_fwd(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p, softmax_scale, causal,
+               window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, return_softmax=False,
+               block_table=None, leftpad_k=None, seqused_k=None):
+    """Packed (total, H, D) input; lse (H, total_q), as flash-attn 2.6+ returns for varlen."""
+    _check_plain(causal, dropout_p, alibi_slopes)
+    out = torch.empty_like(q)
+    lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32)
+    for sq, sk in _segments(cu_seqlens_q, cu_seqlens_k):
+        o, l = _fwd(q[sq][None], k[sk][None], v[sk][None], softmax_scale)
+        out[sq], lse[:, sq] = o[0], l[0]
+    return out, lse, None, None
+
+
+def varlen_bwd(dout, q, k, v, out, softmax_lse, dq, dk, dv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+               max_seqlen_k, dropout_p, softmax_scale, causal, window_size_left=-1, window_size_right=-1,
+               softcap=0.0, alibi_slopes=None, deterministic=False, rng_state=None):
+    _check_plain(causal, dropout_p, alibi_slopes)
+    for sq, sk in _segments(cu_seqlens_q, cu_seqlens_k):
+        grads = [torch.empty_like(t[s][None]) for t, s in ((q, sq), (k, sk), (v, sk))]
+        _bwd(dout[sq][None], q[sq][None], k[sk][None], v[sk][None], out[sq][None],
+             softmax_lse[:, sq][None].contiguous(), *grads, softmax_scale)
+        dq[sq], dk[sk], dv[sk] = grads[0][0], grads[1][0], grads[2][0]
+    return dq, dk, dv, None
+
+
+STAND_IN = ("flash_attn", "flash_attn.flash_attn_interface", "transformers",
+            "transformers.modeling_flash_attention_utils")
+
+
+def import_ring_flash_attn():
+    """Import ring_flash_attn against the stand-ins, then take the stand-ins out of sys.modules
+    again (ring-flash-attn keeps its own references), so nothing else in this process sees a
+    fake flash_attn. Returns the package."""
+    if "ring_flash_attn" in sys.modules:
+        return sys.modules["ring_flash_attn"]
+    iface = types.ModuleType("flash_attn.flash_attn_interface")
+    for name, fn in (("_flash_attn_forward", dense_fwd), ("_flash_attn_backward", dense_bwd),
+                     ("_flash_attn_varlen_forward", varlen_fwd), ("_flash_attn_varlen_backward", varlen_bwd)):
+        setattr(iface, name, fn)
+    pkg = types.ModuleType("flash_attn")
+    pkg.flash_attn_interface = iface
+    tf, tf_utils = types.ModuleType("transformers"), types.ModuleType("transformers.modeling_flash_attention_utils")
+    tf_utils.is_flash_attn_greater_or_equal_2_10 = lambda: True
+    tf.modeling_flash_attention_utils, tf.__version__ = tf_utils, "0+stand-in"
+    saved = {n: sys.modules.get(n) for n in STAND_IN}
+    sys.modules.update(zip(STAND_IN, (pkg, iface, tf, tf_utils)))
+    try:
+        import ring_flash_attn
+    finally:
+        for n, m in saved.items():
+            if m is None:
+                sys.modules.pop(n, None)
+            else:
+                sys.modules[n] = m
+    return ring_flash_attn

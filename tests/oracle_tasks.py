@@ -1,7 +1,7 @@
 """Rank-side tasks of the oracle tests: a method against the single-device model, same weights."""
 from __future__ import annotations
 
-from dspbench.methods import build_dims, get_method
+from dspbench.methods import build_dims, comm, get_method
 from dspbench.models import Shape, get_config
 from dspbench.run.oracle import oracle_errors
 
@@ -15,14 +15,19 @@ def dims_for(sp: int, shard: str = "T"):
     return _DIMS[(sp, shard)]
 
 
-def oracle_case(method: str, model: str, shape: tuple, sp: int, shard: str = "T", ckpt: bool = False, **over):
+def oracle_case(method: str, model: str, shape: tuple, sp: int, shard: str = "T", ckpt: bool = False,
+                a2a: str = "single", **over):
     cfg = get_config(model, grad_ckpt=ckpt, **over)
     shape = Shape(*shape)
     spec, dims = get_method(method), dims_for(sp, shard)
     reason = spec.check(cfg, shape, dims)
     if reason:
         return {"unsupported": reason}
-    return oracle_errors(spec, cfg, shape, dims, seed=0)
+    prev = comm.set_a2a_style(a2a)   # the pool's ranks outlive the test: put the default back
+    try:
+        return oracle_errors(spec, cfg, shape, dims, seed=0)
+    finally:
+        comm.set_a2a_style(prev)
 
 
 # Tolerance: fp32 with reordered sums (ring's log-sum-exp merge, tensor-parallel partial sums) is
@@ -55,3 +60,37 @@ def low_precision_case(method: str, model: str, shape: tuple, sp: int, dtype_nam
     keys = ("output", "grads", "input_grad")
     return {"method": {k: par[k] for k in keys}, "single": {k: one[k] for k in keys},
             "scale": {"output": par["output_scale"], "grads": par["grad_scale"], "input_grad": par["grad_scale"]}}
+
+
+def infer_case(method: str, model: str, shape: tuple, sp: int, shard: str = "T") -> dict:
+    """Forward only (no autograd), fp32: output error against the unsharded model, and the ledger
+    beside the infer formula, for methods whose backward cannot run here (torch_cp on CPU)."""
+    import copy
+
+    import torch
+    from dspbench.methods.ledger import Ledger
+    from dspbench.models import build_model, make_inputs
+    cfg, shape = get_config(model), Shape(*shape)
+    spec, dims = get_method(method), dims_for(sp, shard)
+    reason = spec.check(cfg, shape, dims)
+    if reason:
+        return {"unsupported": reason}
+    torch.manual_seed(0)
+    ref = build_model(cfg)
+    par = spec.parallelize(copy.deepcopy(ref), dims)
+    x, t, y, _ = make_inputs(cfg, shape, seed=1)
+    with torch.no_grad():
+        out_r = ref(x, t, y)
+        with Ledger() as led:
+            out_p = par(x, t, y)
+    return {"output": (out_p - out_r).abs().max().item(), "output_scale": out_r.abs().max().item(),
+            "ledger": led.totals(), "formula": spec.comm_bytes(cfg, shape, dims, torch.float32, "infer")}
+
+
+def train_error(method: str, model: str, shape: tuple, sp: int) -> str:
+    """The error a training step raises (type: message), or '' if it runs."""
+    try:
+        oracle_case(method, model, shape, sp)
+    except Exception as e:  # noqa: BLE001 - the test reads the message
+        return f"{type(e).__name__}: {e}"
+    return ""

@@ -20,12 +20,14 @@ def ring_simulated(q, k, v, n):
     scale = q.shape[-1] ** -0.5
     ks, vs = k.chunk(n, dim=2), v.chunk(n, dim=2)
     out = lse = None
+    auxes = []
     for kb, vb in zip(ks, vs):
-        o, l = block_forward(q, kb, vb, scale)
+        o, l, aux = block_forward(q, kb, vb, scale)
+        auxes.append(aux)
         out, lse = (o.float(), l) if out is None else _merge(out, lse, o, l)
     out = out.to(q.dtype)
     dout = torch.ones_like(out)
-    grads = [block_backward(dout, q, kb, vb, out, lse, scale) for kb, vb in zip(ks, vs)]
+    grads = [block_backward(dout, q, kb, vb, out, lse, scale, aux) for kb, vb, aux in zip(ks, vs, auxes)]
     dq = sum(g[0].float() for g in grads)
     dk = torch.cat([g[1] for g in grads], dim=2)
     dv = torch.cat([g[2] for g in grads], dim=2)
@@ -60,7 +62,7 @@ def test_reference_kernels_match_cpu_kernels():
     g = torch.Generator().manual_seed(1)
     q, k, v = (torch.randn(1, 2, 16, 8, generator=g) for _ in range(3))
     scale = 8 ** -0.5
-    o1, l1 = block_forward(q, k, v, scale)
+    o1, l1, _ = block_forward(q, k, v, scale)
     o2, l2 = _reference_forward(q, k, v, scale)
     torch.testing.assert_close(o1, o2, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(l1, l2, rtol=1e-5, atol=1e-6)
@@ -115,3 +117,12 @@ def test_forcing_flash_attn_without_it_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("DSPBENCH_ATTN_KERNEL", "flash_attn")
     with pytest.raises(ImportError, match="pip install flash-attn"):
         fa.use_flash_attn(torch.zeros(1, 1, 1, 8))
+
+
+def test_describe_names_the_kernels_that_run():
+    from torch.nn.attention import SDPBackend
+
+    from dspbench.methods.attn_kernels import describe
+    got = describe(torch.device("cpu"), torch.float32, heads=4, head_dim=8)
+    assert got["sdpa"] in {n.lower() for n in SDPBackend.__members__}   # torch's dispatcher's own answer
+    assert got["ring_block"] == "torch flash (CPU)"

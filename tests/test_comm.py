@@ -31,6 +31,22 @@ def test_every_collective_records_one_event_per_direction(rank_pool, world):
     assert wire == payload * (world - 1) // world
 
 
+@pytest.mark.parametrize("dims", [(2, 1), (1, 3)])
+@pytest.mark.parametrize("world", [2, 4])
+def test_list_style_all_to_all_equals_single(rank_pool, world, dims):
+    # --a2a list (the reference code's tensor_split + list all_to_all + cat): same values, same ledger.
+    for r in rank_pool(world).run(ct.a2a_styles_case, *dims):
+        assert r["equal"]
+        single, listed = r["events"]
+        assert single == listed and [e[:2] for e in single] == [("all_to_all", "fwd"), ("all_to_all", "bwd")]
+
+
+def test_unknown_a2a_style_is_rejected():
+    from dspbench.methods import comm
+    with pytest.raises(ValueError, match="a2a style must be one of"):
+        comm.set_a2a_style("ring")
+
+
 def test_world_size_one_records_nothing():
     import torch
     from dspbench.methods import comm
@@ -66,7 +82,8 @@ def test_only_the_comm_layer_touches_torch_distributed():
     root = Path(__file__).resolve().parents[1]
     files = [p for d in ("bench", "methods", "models", "slurm", "reports", "examples") for p in (root / d).rglob("*.py")]
     assert len(files) > 50
-    layer = {"methods/comm.py", "methods/comm_raw.py"}          # recorded layer + its unrecorded band
+    # the recorded layer, its unrecorded band, and its DTensor band (torch_cp: torch issues the calls)
+    layer = {"methods/comm.py", "methods/comm_raw.py", "methods/comm_dtensor.py"}
     hits = [h for p in files if p.relative_to(root).as_posix() not in layer for h in _uses_c10d(p)]
     assert hits == [], "collectives must go through methods/comm.py (ledger): " + ", ".join(hits)
     assert _uses_c10d(root / "methods" / "comm.py"), "the check itself finds the comm layer's imports"

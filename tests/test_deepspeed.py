@@ -23,14 +23,16 @@ TIGHT = 1e-6   # fp32, the same local attention on the same gathered tensors: eq
 
 
 @pytest.mark.gloo
+@pytest.mark.parametrize("gather", [1, 0], ids=["sequence", "batch"])   # batch: ulysses_all's other attention
 @pytest.mark.parametrize("world", [2, 4])
-def test_distributed_attention_equals_our_ulysses(rank_pool, world):
-    res = rank_pool(world).run(dt.attention_case, (2, 8, 4, 8))
+def test_distributed_attention_equals_our_ulysses(rank_pool, world, gather):
+    res = rank_pool(world).run(dt.attention_case, (8, 8, 4, 8), gather=gather)
     for r in res:
         for pair in ("raw_vs_ours", "method_vs_ours", "ours_vs_ref"):
             assert r[pair]["out"] <= TIGHT and r[pair]["grad"] <= TIGHT, (pair, r[pair])
-        # Same all-to-alls: 4 forward, 4 backward, each one shard (B, L/N, H, D) of fp32.
-        shard = 2 * (8 // world) * 4 * 8 * 4
+        assert r["bit_exact"]    # DeepSpeed's all-to-alls and ours move the same bytes to the same places
+        # Same all-to-alls: 4 forward, 4 backward, each one shard (8 x 8 / N x 4 x 8) of fp32.
+        shard = 8 * (8 // world) * 4 * 8 * 4
         expected = sorted([("fwd", "all_to_all", world, shard)] * 4 + [("bwd", "all_to_all", world, shard)] * 4)
         assert r["events"]["ours"] == expected, r["events"]["ours"]
         assert r["events"]["raw"] == expected, r["events"]["raw"]

@@ -7,7 +7,7 @@ from dspbench.models import ModelConfig, Shape
 from fake_tasks import fake_step
 
 NS = [2, 4, 8, 16, 64]
-METHODS = ["dsp", "ulysses", "ring", "megatron_sp"]
+METHODS = ["dsp", "ulysses", "ulysses_all", "ring", "megatron_sp", "allgather_kv"]
 
 
 def cfg_for(layout: str, n: int, ckpt: bool = False) -> ModelConfig:
@@ -46,9 +46,24 @@ def test_table3_ratios_in_paper_convention(n):
     M = shape.batch * shape.tokens * cfg.hidden * 4
     vol = {m: paper_per_layer(fake_step(m, cfg, shape, n, mode="infer")[0], n, cfg.depth) / M for m in METHODS}
     assert vol["dsp"] == pytest.approx(2 / n)
-    assert vol["ulysses"] == pytest.approx(4 / n)
+    assert vol["ulysses"] == pytest.approx(4 / n)          # Ulysses in the sharded dim's block only
+    assert vol["ulysses_all"] == pytest.approx(8 / n)      # Ulysses in both blocks (paper v1)
     assert vol["ring"] == pytest.approx(2)
     assert vol["megatron_sp"] == pytest.approx(8)
+    assert vol["allgather_kv"] == pytest.approx(2)   # the ring's volume, in one collective
     assert vol["dsp"] / vol["ulysses"] == pytest.approx(1 / 2)
+    assert 1 - vol["dsp"] / vol["ulysses_all"] == pytest.approx(0.75)   # the paper's "75% less"
     assert vol["dsp"] / vol["ring"] == pytest.approx(1 / n)
     assert vol["dsp"] / vol["megatron_sp"] == pytest.approx(1 / (4 * n))
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_report_table3_rows_match_the_ledger(n):
+    # The report's Table 3 column (both Ulysses conventions) is what the ledger measures, per method.
+    style = pytest.importorskip("dspbench.reports.style")
+    cfg, shape = cfg_for("stdit", n), Shape(1, 64, 64)
+    M = shape.batch * shape.tokens * cfg.hidden * 4
+    for m in ("dsp", "ulysses", "ulysses_all", "ring", "megatron_sp"):
+        name, factor = style.PAPER_TABLE3[m]
+        got = paper_per_layer(fake_step(m, cfg, shape, n, mode="infer")[0], n, cfg.depth) / M
+        assert got == pytest.approx(factor(n)), (m, name)

@@ -48,18 +48,46 @@ def test_run_id_is_stable_and_ignores_where_it_runs():
 
 
 @pytest.mark.parametrize("kw, reason", [
-    (dict(method="ulysses", gpus=4, sp=4, model="stdit-tiny", spatial=16, frames=4), None),
     (dict(method="dsp", gpus=4, sp=3), "sp=3 does not divide gpus=4"),
     (dict(method="ulysses", gpus=4, sp=4, frames=6), "frames T=6 is not divisible by the SP degree 4"),
-    (dict(method="nope", gpus=2, sp=2), "unknown method 'nope'"),
 ])
 def test_impossible_configurations_are_unsupported_without_starting_ranks(tmp_path, kw, reason):
-    if reason is None:
-        return
     t0 = time.monotonic()
     rec, _ = run(tmp_path, **kw)
     assert rec["status"] == "unsupported" and reason in rec["error"]
     assert time.monotonic() - t0 < 2     # no ranks were started
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(method="nonexistent"), ["unknown method 'nonexistent'", "entry-point group 'dspbench.methods'"]),
+    (dict(model="stdit-huge"), ["unknown model 'stdit-huge'"])])
+def test_unknown_method_or_model_exits_2_and_writes_nothing(tmp_path, capsys, kw, words):
+    from dspbench.cli import main
+    flags = [f"--{k}={v}" for k, v in kw.items()]
+    assert main(["run", *flags, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert all(w in err for w in words), err
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match="unknown"):
+        run(tmp_path, **kw)
+    assert not (tmp_path / "records.jsonl").exists()
+
+
+@pytest.mark.parametrize("launcher, missing", [
+    ("slurm", "missing: SLURM_PROCID, SLURM_NTASKS. Run it as a step of an allocation"),
+    ("env", "missing: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT. torchrun sets them"),
+    ("torchrun", "missing: MASTER_PORT. torchrun sets them")])
+def test_a_launcher_outside_its_environment_names_every_missing_variable(tmp_path, monkeypatch, capsys,
+                                                                         launcher, missing):
+    from dspbench.cli import main
+    for name in [v for v in os.environ if v.startswith("SLURM_")] + ["RANK", "WORLD_SIZE", "MASTER_ADDR",
+                                                                     "MASTER_PORT"]:
+        monkeypatch.delenv(name, raising=False)
+    if launcher == "torchrun":
+        monkeypatch.setenv("RANK", "0"), monkeypatch.setenv("WORLD_SIZE", "1"), monkeypatch.setenv("MASTER_ADDR", "h")
+    assert main(["run", "--launcher", launcher, "--method", "single", "--out", str(tmp_path)]) == 2
+    assert missing in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())                  # no record
 
 
 @pytest.mark.parametrize("fault, status, rank", [

@@ -8,6 +8,7 @@ input, same fp32 oracle), measured in the same test:
   only the local kernels see other shapes (other blocking, other summation order).
 - ring (and usp's ring part): partial attentions merged by log-sum-exp in fp32, one more rounding
   of each block's output to bf16 before the merge; grows slowly with the ring size (docs/gpu.md).
+- allgather_kv: the ranks' partial dK, dV are summed by the reduce-scatter in bf16 (N roundings).
 - megatron_sp: the row-parallel linears' partial products are rounded to bf16 and summed by the
   reduce-scatter in bf16: N roundings instead of one.
 """
@@ -18,9 +19,9 @@ import oracle_tasks as ot
 MODEL, SHAPE = "stdit-tiny", (1, 8, 16)
 # err(method) <= FACTOR x err(unsharded bf16) on the output, every parameter gradient and the
 # input gradient (max abs). Observed worst ratios at world 2 and 4 (2026-12-03): 1.00 for dsp,
-# ulysses and usp; 1.09 for ring and megatron_sp (output, world 4). A real indexing or scaling bug
+# ulysses and usp; 1.09 for ring and megatron_sp (output, world 4); 1.004 for allgather_kv (grads, world 4). A real indexing or scaling bug
 # gives errors of the order of the values themselves, tens of times these.
-FACTOR = {"dsp": 1.25, "ulysses": 1.25, "usp": 1.5, "ring": 1.5, "megatron_sp": 1.5}
+FACTOR = {"dsp": 1.25, "ulysses": 1.25, "ulysses_all": 1.25, "usp": 1.5, "ring": 1.5, "megatron_sp": 1.5, "allgather_kv": 1.5}
 
 
 @pytest.mark.gloo

@@ -27,13 +27,13 @@ def test_corrupt_line_reported_with_file_and_line_and_skipped(sweep):
 
 def test_failed_run_loses_to_its_ok_rerun(sweep):
     r = sweep.runs.set_index("run_id").loc["c56582645634"]
-    assert (r["status"], r["source"], r["method"], r["gpus"], r["frames"]) == ("ok", "reruns/rerun-0.jsonl", "dsp", 4, 32)
+    assert (r["status"], r["file"], r["method"], r["gpus"], r["frames"]) == ("ok", "reruns/rerun-0.jsonl", "dsp", 4, 32)
     assert any(d.startswith("run_id c56582645634: 2 records (ok, error)") for d in sweep.duplicates)
 
 
 def test_newest_ok_record_wins_by_timestamp(sweep):
     r = sweep.runs.set_index("run_id").loc["e7ed241caa26"]
-    assert r["source"] == "reruns/rerun-0.jsonl"
+    assert r["file"] == "reruns/rerun-0.jsonl"
     assert r["recorded_at"] == pd.Timestamp("2025-06-01T15:00:00Z")
     first = [json.loads(line) for line in (SAMPLE / "jobs" / "job-0.jsonl").open()
              if '"e7ed241caa26"' in line][0]
@@ -45,7 +45,7 @@ def test_manifest_and_tidy_columns(sweep):
     runs = sweep.runs
     assert runs["gpus"].dtype == "int64" and (runs["gpus"] == runs["world_size"]).all()
     assert set(runs["status"]) == {"ok", "oom"}
-    assert {"comm_tagged", "environ", "step_times_s", "source", "order"} <= set(runs.columns)
+    assert {"comm_tagged", "environ", "step_times_s", "source", "file", "order"} <= set(runs.columns)
 
 
 def _write(path: Path, recs: list[dict]) -> None:

@@ -43,11 +43,21 @@ def test_throughput_axes_units_palette_and_files(a, tmp_path):
 def test_speedup_bars(a):
     fig, _ = figures.plot_speedup(a.speedups)
     (ax,) = fig.axes
-    assert ax.get_ylabel() == "DSP speed-up (×, samples/s ratio)" and ax.get_xlabel() == "configuration"
+    assert ax.get_ylabel() == "DSP / baseline (samples/s)" and ax.get_xlabel() == "configuration"
+    assert any(getattr(c, "errorbar", None) for c in ax.containers)     # 2 repeats: min-max bars
     bars = {mcolors.to_hex(p.get_facecolor()) for p in ax.patches}
     assert bars == {mcolors.to_hex(PALETTE[m]) for m in ("ulysses", "ring", "megatron_sp")}
     drawn = [p for p in ax.patches if p.get_height() == p.get_height()]      # NaN: no bar
     assert len(drawn) == 11          # 4 configurations x 3 baselines, less Megatron-SP's oom
+
+
+def test_one_repeat_draws_no_error_bars_and_decades_go_log(a):
+    fig, _ = figures.plot_speedup(a.speedups.assign(n_repeats=1))
+    assert not any(getattr(c, "errorbar", None) for c in fig.axes[0].containers)   # n=1: none
+    slow = a.best.assign(**{c: a.best[c].where(a.best["gpus"] > 1, 0.01)
+                            for c in ("samples_per_s", "samples_per_s_min", "samples_per_s_max")})
+    fig, _ = figures.plot_throughput(slow)     # one point 100x below the rest must not flatten them
+    assert {ax.get_yscale() for ax in fig.axes if ax.get_visible()} == {"log"}
 
 
 def test_comm_volume_stacks_op_phases(a):

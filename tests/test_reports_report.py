@@ -39,7 +39,9 @@ def test_markdown_says_what_where_and_caveats(built):
     assert "- 38 runs from 3 record file(s)" in md
     assert "| CPU: Intel(R) Xeon(R) Platinum 8375C (gloo) | dspbench 0.1.0, torch 2.13.0+cpu" in md
     assert "CPU/gloo timings are not GPU performance" in md and "wire × N/(N-1)" in md
-    assert "none is predicted by a cost model" in md
+    # the sample sweep is synthetic: a banner says so, and no caveat claims measurements
+    assert md.count("> **Synthetic data: 38 of 38 runs are synthetic fixtures") == 1
+    assert "Every number here is measured" not in md and "38 run(s) are synthetic fixtures" in md
     assert re.search(r"job-1\.jsonl:17: corrupt record skipped", md)
     assert "run_id c56582645634: 2 records (ok, error); kept the ok record from reruns/rerun-0.jsonl" in md
     for name in FIGURES:
@@ -47,12 +49,20 @@ def test_markdown_says_what_where_and_caveats(built):
 
 
 def test_html_is_self_contained(built):
-    html = (built[0] / "report" / "index.html").read_text()
+    page = built[0] / "report" / "index.html"
+    html = page.read_text()
     assert html.count("<svg") == len(FIGURES)
-    assert not re.search(r'(src|href)="(?!#)', html)            # no link leaves the page
+    assert "src=" not in html and not re.search(r'href="(https?:|//)', html)   # nothing off the disk
+    hrefs = re.findall(r'href="([^"#][^"]*)"', html)
+    assert any(h.startswith("../jobs/") for h in hrefs)          # rows link to their raw records
+    for href in set(hrefs):                                      # tables, figures, records: all there
+        assert (page.parent / href).is_file(), href
     ids = re.findall(r'\bid="([^"]+)"', html)
     assert len(ids) == len(set(ids))                            # ids stay unique across the SVGs
-    assert "<h3>Communication volume per layer (paper Table 3 form)</h3><table>" in html
+    for anchor in re.findall(r'href="#([^"]+)"', html):
+        assert anchor in ids, anchor
+    assert '<meta name="viewport"' in html and html.index('id="headline"') < html.index('id="contents"')
+    assert "<caption>Communication volume per layer (paper Table 3 form)" in html
 
 
 def test_report_is_reproducible_serial_or_parallel(built, tmp_path):
@@ -82,9 +92,14 @@ def test_thin_sweeps_skip_what_they_cannot_show(tmp_path):
 
 
 def test_predicted_numbers_are_labelled(tmp_path):
-    ok = [json.loads(l) for l in (SAMPLE / "jobs" / "job-0.jsonl").read_text().splitlines() if '"ok"' in l]
-    (tmp_path / "p.jsonl").write_text("".join(json.dumps({**r, "status": "predicted"}) + "\n" for r in ok))
+    recs = [json.loads(l) for l in (SAMPLE / "jobs" / "job-0.jsonl").read_text().splitlines()]
+    ok = [r for r in recs if r["status"] == "ok"]
+    oom = {**ok[-1], "run_id": "pred-oom", "status": "oom", "method": "megatron_sp", "source": "predicted"}
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps({**r, "source": "predicted"}) + "\n" for r in ok)
+                                      + json.dumps(oom) + "\n")
     md = build_report(tmp_path, jobs=1).with_name("index.md").read_text()
-    assert f"{len(ok)} run(s) are predicted by a cost model" in md
+    assert f"{len(ok) + 1} run(s) are predicted by a cost model" in md and "Synthetic data" not in md
+    assert "Every number here is measured" not in md
     throughput = md[md.index("### Throughput per method"):]
-    assert "| GPUs | numbers |" in throughput and "| 2 | predicted |" in throughput
+    assert "| GPUs | SP | numbers |" in throughput and "| 2 | 2 | predicted |" in throughput
+    assert "| predicted oom |" in md and "| oom |" not in md        # never a measured OOM

@@ -105,3 +105,26 @@ timeout_s = [60.0, 3.0, 60.0]
     assert "rank 0 exited with code 3 without writing a record" in recs[0]["error"]
     assert "the sweep job killed the ranks" in recs[1]["error"]
     assert len(list((tmp_path / "results" / "records").glob("*.jsonl"))) == 1     # one file per job
+
+
+def test_debug_executor_names_the_culprit_rank_and_the_kind_as_dspbench_run_does(tmp_path, capsys):
+    """Rank 1 exits, then hangs: rank 0 sees only `Connection closed by peer` and a collective timeout;
+    the ranks' outcome files and heartbeats make the record name rank 1, as an error and a timeout."""
+    text = HEAD.replace("timeout_s = 60\n", "") + """
+[[grid]]
+method = ["dsp"]
+gpus = [2]
+sp = [2]
+[grid.zip]
+seed = [0, 1]
+inject_fault = ["exit@1", "hang@1"]
+timeout_s = [60.0, 8.0]
+"""
+    assert sweep(tmp_path, text, "--executor", "debug") == 1
+    recs = {r["seed"]: r for r in records(tmp_path)}
+    assert recs[0]["status"] == "error" and recs[0]["error"].startswith("rank 1 exited with code"), recs[0]["error"]
+    assert "(then rank 0 failed on the lost peer)" in recs[0]["error"]
+    assert recs[1]["status"] == "timeout" and recs[1]["error"].startswith("timeout after 8 s: rank 1 stalled"), \
+        recs[1]["error"]
+    status = capsys.readouterr().out
+    assert "r0: error: rank 0:" in status          # sweep status shows what the peer saw, under the record

@@ -122,6 +122,7 @@ def test_cancelled_and_killed_jobs_resume_to_one_ok_record_each(submit):
     more = list(run_plan(plan, root))
     assert wait_all(more, timeout=150) == ["COMPLETED"] * len(more)
     recs = ok_records(root)
+    print(f"\nmatrix statuses per run_id: {recs}")   # -s shows it
     assert len(recs) == 4 and all(s == ["ok"] for s in recs.values()), recs
 
 
@@ -144,3 +145,17 @@ def test_job_reaching_its_time_limit_requeues_and_completes(submit):
     assert history[0] == "REQUEUED" and history[-1] == "COMPLETED", history
     recs = ok_records(root)
     assert len(recs) == 10 and all(s == ["ok"] for s in recs.values()), recs
+
+
+def test_slurm_job_records_name_the_culprit_rank_and_the_kind(submit):
+    """Rank 1 (task 1 of a 2-task job) exits, then hangs: the records name rank 1, error then timeout."""
+    grid = ('[[grid]]\nmethod = ["dsp"]\ngpus = [2]\nsp = [2]\n'
+            '[grid.zip]\nseed = [0, 1]\ninject_fault = ["exit@1", "hang@1"]\n')
+    root, ids = submit("culprit", grid, timeout=8)
+    assert wait_all(ids, timeout=200) == ["COMPLETED"]
+    records, problems = read_dir(root / "records")
+    recs = {r["seed"]: r for r in records}
+    assert problems == [] and len(records) == 2
+    assert recs[0]["status"] == "error" and recs[0]["error"].startswith("rank 1 exited with code"), recs[0]["error"]
+    assert recs[1]["status"] == "timeout" and recs[1]["error"].startswith("timeout after 8 s: rank 1 stalled"), \
+        recs[1]["error"]

@@ -104,10 +104,12 @@ def test_unknown_sweep_name_lists_the_shipped_ones():
 # ---------------------------------------------------------------- expansion
 @pytest.mark.parametrize("name, points", [
     ("cpu_smoke", 11),             # single on 1 rank + 5 SP methods x SP 2, 4
-    ("paper_v1_fig3", 60),         # 5 methods x SP 2/4/8 x 4 (T, S)
-    ("paper_icml_scaling", 32),    # 4 methods x (4 weak + 5 strong), the 64-GPU point shared
-    ("paper_inference", 18),       # (single + 5 methods on 8 GPUs) x 3 repeats
-    ("plugin_vs_dsp", 6),          # dsp, dsp_overlap, ulysses x SP 2, 4
+    ("paper_v1_fig3", 108),        # (6 methods + 3 with a2a = list) x SP 2/4/8 x 4 (T, S)
+    ("paper_icml_scaling", 40),    # 5 methods x (4 weak + 5 strong), the 64-GPU point shared
+    ("paper_inference", 21),       # (single + 6 methods on 8 GPUs) x 3 repeats
+    ("plugin_vs_dsp", 18),         # dsp, dsp_overlap, ulysses x SP 2, 4 x 3 repeats
+    ("full3d_smoke", 6),           # 6 methods on full3d-joint-tiny (DSP recorded not applicable)
+    ("full3d_wan", 216),           # 4 models x 480p/720p x 9 methods x 3 repeats
 ])
 def test_shipped_sweeps_expand(name, points):
     cfgs = expand(load_sweep(name))
@@ -129,12 +131,16 @@ def test_paper_sweeps_hold_the_paper_settings():
     fig3 = expand(load_sweep("paper_v1_fig3"))
     assert {(c.frames, c.spatial) for c in fig3} == {(64, 4096), (128, 4096), (256, 4096), (128, 9216)}
     assert {(c.gpus, c.sp) for c in fig3} == {(2, 2), (4, 4), (8, 8)}
-    assert {(c.model, c.dtype, c.backend, c.mode) for c in fig3} == {("stdit-xl", "bf16", "nccl", "train")}
+    assert {(c.model, c.dtype, c.backend, c.mode, c.zero) for c in fig3} == {("stdit-xl", "bf16", "nccl", "train", 2)}
+    assert {c.method for c in fig3 if c.a2a == "list"} == {"dsp", "ulysses", "ulysses_all"}
     icml = expand(load_sweep("paper_icml_scaling"))
     assert {c.frames * c.spatial for c in icml} == {2 ** 19, 2 ** 20, 2 ** 21, 2 ** 22}   # 0.5M-4M tokens
-    assert {c.gpus for c in icml} == {8, 16, 32, 64, 128} and all(isinstance(c.sp, int) for c in icml)
+    # the paper's protocol: each method at its minimum SP that fits (resolved by the plan)
+    assert {c.gpus for c in icml} == {8, 16, 32, 64, 128} and {c.zero for c in icml} == {2}
+    assert load_sweep("paper_icml_scaling").fixed["sp"] == "auto"
+    assert any(c.sp < c.gpus for c in icml)                  # the rest of the GPUs do data parallelism
     inference = expand(load_sweep("paper_inference"))
-    assert {(c.frames, c.spatial, c.mode) for c in inference} == {(80, 1024, "sample")}
+    assert {(c.frames, c.spatial, c.mode, c.cfg) for c in inference} == {(80, 1024, "sample", True)}
     assert {c.gpus for c in inference} == {1, 8}
 
 
@@ -151,7 +157,7 @@ def test_nccl_points_are_unsupported_locally_without_gpus():
     plan = make_plan(load_sweep("paper_inference"), "local", {}, set())
     if plan.todo:
         pytest.skip("this machine has CUDA devices")
-    assert len(plan.unsupported) == 18 and "CUDA devices" in plan.unsupported[0][1]
+    assert len(plan.unsupported) == 21 and "CUDA devices" in plan.unsupported[0][1]
 
 
 def test_resume_skips_ok_unsupported_failed_and_queued_and_retry_reruns_failures(tmp_path):
@@ -190,10 +196,10 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys):
     results = tmp_path / "results"
     assert main(["sweep", "paper_icml_scaling", "--executor", "slurm", "--dry-run", "--results", str(results)]) == 0
     out = capsys.readouterr().out
-    assert "32 points" in out and "to run: 22, unsupported (recorded, not run): 10" in out
-    assert "| 32 | 4 x 8 | 4 | 1 | 64.0 |" in out            # 4 nodes x 8 GPUs x 2 h
-    assert "| total | 33 nodes | 22 | 6 | 528.0 |" in out
-    assert "heads=16 is not divisible by the SP degree 32" in out
+    # sp = "auto": every point resolves to its minimum SP on h100-ib (none is left unsupported)
+    assert "40 points" in out and "to run: 40, unsupported (recorded, not run): 0" in out
+    assert "| 32 | 4 x 8 | 10 | 2 | 128.0 |" in out           # 4 nodes x 8 GPUs x 2 h x 2 jobs
+    assert "| total | 53 nodes | 40 | 8 | 848.0 |" in out
     assert not results.exists()
 
 

@@ -19,7 +19,7 @@ def candidates(gpus: int) -> list[int]:
     return [d for d in range(1, gpus + 1) if gpus % d == 0]
 
 
-def why_not(cfg: RunConfig, sp: int, profile: Profile, zero: int = 0) -> str | None:
+def why_not(cfg: RunConfig, sp: int, profile: Profile) -> str | None:
     """Why `cfg` at this SP degree cannot run on the profile (constraint or OOM), or None."""
     spec = get_method(cfg.method)
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
@@ -27,30 +27,33 @@ def why_not(cfg: RunConfig, sp: int, profile: Profile, zero: int = 0) -> str | N
                         Dims(sp=sp, dp=cfg.gpus // sp, shard=cfg.shard))
     if reason:
         return reason
-    pred = predict(replace(cfg, sp=sp), profile, zero)
+    pred = predict(replace(cfg, sp=sp), profile)
     if not pred.fits:
         return (f"predicted OOM: {pred.mem['peak'] / 2**30:.1f} GiB per rank > "
                 f"{pred.usable_bytes / 2**30:.1f} GiB usable on {profile.name}")
     return None
 
 
-def resolve_sp(cfg: RunConfig, hardware: str | Profile, zero: int = 0) -> int | str:
+def resolve_sp(cfg: RunConfig, hardware: str | Profile) -> int | str:
     """The minimum SP degree (a divisor of cfg.gpus) for cfg.method that fits, or why none does."""
     profile = hardware if isinstance(hardware, Profile) else load_profile(hardware)
-    reasons = []
+    reasons = {}
     for sp in candidates(cfg.gpus):
-        reason = why_not(cfg, sp, profile, zero)
+        reason = why_not(cfg, sp, profile)
         if reason is None:
             return sp
-        reasons.append(f"sp={sp}: {reason}")
-    return f"no SP degree fits {cfg.method} on {cfg.gpus} x {profile.name}: " + "; ".join(reasons)
+        reasons[sp] = reason
+    if len(set(reasons.values())) == 1:   # no degree matters (DSP not applicable, a missing library): say it once
+        return next(iter(reasons.values()))
+    return f"no SP degree fits {cfg.method} on {cfg.gpus} x {profile.name}: " + "; ".join(
+        f"sp={sp}: {why}" for sp, why in reasons.items())
 
 
-def resolved(cfg: RunConfig, hardware: str | Profile | None, zero: int = 0) -> tuple[RunConfig, str | None]:
+def resolved(cfg: RunConfig, hardware: str | Profile | None) -> tuple[RunConfig, str | None]:
     """(cfg with a numeric sp, None) or (cfg unchanged, why sp cannot be resolved)."""
     if cfg.sp != "auto":
         return cfg, None
     if not hardware:
         return cfg, "--sp auto needs --hardware PROFILE (the memory model decides the degree)"
-    sp = resolve_sp(cfg, hardware, zero)
+    sp = resolve_sp(cfg, hardware)
     return (replace(cfg, sp=sp), None) if isinstance(sp, int) else (cfg, sp)

@@ -9,7 +9,6 @@ from dspbench.records.args import add_run_args
 
 def add_predict_args(p: argparse.ArgumentParser) -> None:
     add_run_args(p)   # its --hardware (optional for run) is required here: checked in cmd_predict
-    p.add_argument("--zero", type=int, default=0, choices=(0, 1, 2, 3), help="ZeRO stage for the memory model")
     p.set_defaults(out="results/predicted")
 
 

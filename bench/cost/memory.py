@@ -10,7 +10,9 @@ Activations (train), elements per token per block x hidden x dtype bytes, Korthi
 ("Reducing Activation Recomputation", Table 2) without dropout masks and with flash attention (no
 L^2 scores), plus the adaLN modulate and gate inputs of a DiT block:
 - self-attention 8 (norm in, modulated in, q, k, v, attention out, gate in, residual),
-- cross-attention 5, MLP 3 + 2 * mlp_ratio (norm in, modulated in, fc1 in, GELU in/out, gate in).
+- cross-attention 5, MLP 3 + 2 * mlp_hidden / hidden (norm in, modulated in, fc1 in, GELU in/out,
+  gate in); per block of the layout (stdit: 2 self-attentions; axial3d: 3; full3d: one over T*S,
+  no cross-attention with joint text).
 Every method keeps 1/sp of the tokens' activations (Megatron-SP in Korthikanti's form, where the
 tensor-parallel regions hold 1/sp of the channels). Checkpointing keeps each block's input and one
 block's activations during its recompute. Inference keeps one block's working set.
@@ -23,23 +25,23 @@ from __future__ import annotations
 from dspbench.models.config import ModelConfig, Shape
 from dspbench.models.params import param_count
 from dspbench.methods.spec import dtype_size
+from dspbench.cost.engine import BUCKET_ELEMS
 
 SELF_ATTN, CROSS_ATTN = 8, 5
 IO_ELEMS = 4            # embedder output, final-layer input, their gradients (per token, x hidden)
 
 
 def mlp_elems(cfg: ModelConfig) -> float:
-    return 3 + 2 * cfg.mlp_ratio
+    return 3 + 2 * cfg.mlp_hidden / cfg.hidden
 
 
 def block_elems(cfg: ModelConfig) -> float:
-    """Saved activation elements per token per block, in units of hidden."""
-    n_self = 2 if cfg.layout == "stdit" else 1
-    return n_self * SELF_ATTN + CROSS_ATTN + mlp_elems(cfg)
+    """Saved activation elements per token per block (the layout's blocks averaged), in units of hidden."""
+    return (cfg.n_self_attn * SELF_ATTN + cfg.n_cross_attn * CROSS_ATTN) / cfg.n_blocks + mlp_elems(cfg)
 
 
 def n_blocks(cfg: ModelConfig) -> int:
-    return cfg.depth if cfg.layout == "stdit" else 2 * cfg.depth
+    return cfg.n_blocks
 
 
 def param_split(spec, cfg: ModelConfig, sp: int) -> tuple[int, int]:
@@ -56,13 +58,20 @@ def static_bytes(spec, cfg, sp: int, dp: int, dtype: str, mode: str, zero: int) 
     share = lambda stage: zeroed if zero >= stage else local
     if mode != "train":
         return {"weights": share(3) * b, "grads": 0.0, "optimizer": 0.0}
-    opt_per_param = 8 + (4 if dtype != "fp32" else 0)
-    return {"weights": share(3) * b, "grads": share(2) * b, "optimizer": share(1) * opt_per_param}
+    return {"weights": share(3) * b, "grads": share(2) * b, "optimizer": share(1) * opt_state_bytes(dtype, zero)}
+
+
+def opt_state_bytes(dtype: str, zero: int) -> int:
+    """AdamW m and v in fp32, plus an fp32 master copy for a low-precision model, or under
+    DeepSpeed's ZeRO (its optimizer keeps an fp32 copy of its partition even of an fp32 model)."""
+    return 12 if (zero or dtype != "fp32") else 8
 
 
 def activation_bytes(cfg: ModelConfig, shape: Shape, sp: int, dtype: str, mode: str) -> float:
     b, C = dtype_size(dtype), cfg.hidden
-    tokens = shape.batch * shape.tokens / sp
+    # Joint text (full3d): the text stream is replicated, whole on every rank (counted like tokens:
+    # an upper bound, text tokens skip the MLP).
+    tokens = shape.batch * shape.tokens / sp + (shape.batch * cfg.text_len if cfg.joint else 0)
     per_block = block_elems(cfg) * C * b * tokens
     io = IO_ELEMS * C * b * tokens
     if mode != "train":
@@ -72,10 +81,12 @@ def activation_bytes(cfg: ModelConfig, shape: Shape, sp: int, dtype: str, mode: 
     return n_blocks(cfg) * per_block + io
 
 
-def comm_buffer_bytes(plan) -> float:
-    """Largest transient of one SP collective: its send and receive buffers (grad syncs excluded)."""
+def comm_buffer_bytes(plan, zero: int = 0, dtype: str = "fp32") -> float:
+    """Largest transient of one SP collective: its send and receive buffers (grad syncs excluded);
+    under ZeRO plus the engine's gradient bucket, alive through the backward."""
     sizes = [2 * o.payload for _, o in plan if o.count and o.group == "sp" and o.op != "all_reduce"]
-    return float(max(sizes, default=0))
+    bucket = BUCKET_ELEMS * dtype_size(dtype) if zero else 0
+    return float(max(sizes, default=0) + bucket)
 
 
 def grad_buffer_bytes(plan) -> float:
@@ -87,7 +98,7 @@ def memory(spec, cfg: ModelConfig, shape: Shape, sp: int, dp: int, dtype: str, m
     """Bytes per rank by part, and the predicted peak."""
     st = static_bytes(spec, cfg, sp, dp, dtype, mode, zero)
     act = activation_bytes(cfg, shape, sp, dtype, mode)
-    buf = comm_buffer_bytes(plan)
+    buf = comm_buffer_bytes(plan, zero if mode == "train" else 0, dtype)
     grad_buf = grad_buffer_bytes(plan) if mode == "train" else 0.0
     static = sum(st.values())
     return {**st, "activations": act, "comm_buffers": buf, "grad_buffer": grad_buf,

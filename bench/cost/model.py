@@ -21,11 +21,13 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from dspbench.records.config import RunConfig
+from dspbench.records.config import RunConfig, flops_factors
 from dspbench.cost.comm import plan_times, plan_wire
-from dspbench.cost.memory import memory
+from dspbench.cost.engine import engine_ops
+from dspbench.cost.memory import memory, opt_state_bytes
 from dspbench.cost.hardware import Profile
 from dspbench.methods import Dims, get_method
+from dspbench.methods.spec import dtype_size
 from dspbench.models import Shape, get_config
 from dspbench.models.params import flops_per_sample
 
@@ -55,14 +57,17 @@ class Prediction:
         return self.mem["peak"] <= self.usable_bytes
 
 
-def flops_factor(cfg: RunConfig) -> int:
-    return {"train": 4 if cfg.grad_ckpt else 3, "infer": 1, "sample": cfg.sample_steps}[cfg.mode]
+def flops_factor(cfg: RunConfig) -> float:
+    """Forward passes' worth of FLOPs the hardware runs per sample per step (recompute included)."""
+    return flops_factors(cfg)[1]
 
 
 def _attn_core_flops(mcfg, shape: Shape, shard: str) -> float:
-    """Forward FLOPs of QK^T and AV in the attentions over the sharded dim (what a ring hop hides)."""
-    L = shape.frames if shard == "T" else shape.spatial
-    return mcfg.depth * 4 * shape.batch * shape.tokens * L * mcfg.hidden
+    """Forward FLOPs of QK^T and AV in the attentions over the sharded dim (what a ring hop hides):
+    each kind whose span holds it (full3d: all T*S tokens, with joint text Ly more keys)."""
+    text = mcfg.text_len if mcfg.joint else 0
+    lengths = [L + text for L, span in zip(mcfg.attn_lengths(shape), mcfg.attn_spans) if shard in span]
+    return mcfg.depth * sum(4 * shape.batch * shape.tokens * L * mcfg.hidden for L in lengths)
 
 
 @functools.lru_cache(maxsize=None)
@@ -89,14 +94,18 @@ def narrow_gemm_s(spec, mcfg, shape: Shape, sp: int, factor: int, profile: Profi
     return flops / profile.flops(dtype) * (full / narrow - 1)
 
 
-def predict(cfg: RunConfig, profile: Profile, zero: int = 0) -> Prediction:
+def predict(cfg: RunConfig, profile: Profile) -> Prediction:
+    zero = cfg.zero
     sp = int(cfg.sp)
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
     spec = get_method(cfg.method)
-    shape = Shape(cfg.batch, cfg.frames, cfg.spatial)
+    shape = Shape(cfg.model_batch, cfg.frames, cfg.spatial)   # CFG: each call sees twice the batch
     dims = Dims(sp=sp, dp=cfg.gpus // sp, shard=cfg.shard)
     plan_mode = "train" if cfg.mode == "train" else "infer"
-    plan = spec.plan(mcfg, shape, dims, cfg.dtype, plan_mode)
+    engine = zero > 0 and cfg.mode == "train"
+    plan = spec.plan(mcfg, shape, dims, cfg.dtype, plan_mode, engine=engine)
+    if engine:   # the engine's own gradient reduce-scatter and parameter all-gather
+        plan = plan + engine_ops(spec, mcfg, dims, dtype_size(cfg.dtype), zero)
     reps = cfg.sample_steps if cfg.mode == "sample" else 1
     comm_s = {k: v * reps for k, v in plan_times(profile, plan, dims).items()}
     wire = {k: v * reps for k, v in plan_wire(plan, dims).items()}
@@ -104,15 +113,18 @@ def predict(cfg: RunConfig, profile: Profile, zero: int = 0) -> Prediction:
     rate = profile.flops(cfg.dtype)
     factor = flops_factor(cfg)
     compute = flops_per_sample(mcfg, Shape(1, cfg.frames, cfg.spatial)) * cfg.batch * factor / sp / rate
-    compute += narrow_gemm_s(spec, mcfg, shape, sp, factor, profile, cfg.dtype)
+    compute += narrow_gemm_s(spec, mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial), sp, factor, profile, cfg.dtype)
     if profile.module_overhead_s:   # every rank runs every module, whatever its shard: factor 3 = fwd+bwd
+        # (CFG's batched second call is counted as a call of its own: an overstatement of dispatch)
         compute += profile.module_overhead_s * module_count(cfg.model) * factor / 3
     mem = memory(spec, mcfg, shape, sp, dims.dp, cfg.dtype, cfg.mode, plan, zero)
-    state_bytes = 8 if cfg.dtype == "fp32" else 12        # per parameter (cost_memory.static_bytes)
+    state_bytes = opt_state_bytes(cfg.dtype, zero)        # per parameter (cost_memory.static_bytes)
     optimizer = mem["optimizer"] / state_bytes * OPT_BYTES[cfg.dtype] / profile.optimizer_rate()
 
     hidden = 0.0
     ring = sum(v for k, v in comm_s.items() if k.startswith("ring_"))
     if profile.ring_overlap and ring:
-        hidden = profile.ring_overlap * min(ring, _attn_core_flops(mcfg, shape, cfg.shard) * factor / sp / rate)
+        # per sample, as `compute`: factor already counts CFG's second call (shape's batch would count it twice)
+        per_call = Shape(cfg.batch, cfg.frames, cfg.spatial)
+        hidden = profile.ring_overlap * min(ring, _attn_core_flops(mcfg, per_call, cfg.shard) * factor / sp / rate)
     return Prediction(comm_s, wire, compute, optimizer, hidden, mem, profile.usable_bytes)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from dspbench.cost.autosp import resolved
 from dspbench.records.build import Outcome, build_record, unsupported_reason
-from dspbench.records.config import RunConfig
-from dspbench.cost.model import flops_factor, predict
+from dspbench.records.config import RunConfig, flops_factors
+from dspbench.cost.model import predict
 from dspbench.cost.hardware import Profile, available_profiles, load_profile
 from dspbench.cost.interval import ratio_interval, step_interval
 from dspbench.methods.ledger import untag
@@ -36,9 +36,10 @@ def device_label(profile: Profile) -> str:
     return d if d.lower().startswith(("cpu", "nvidia")) else f"NVIDIA {d}"
 
 
-def predicted_record(cfg: RunConfig, profile: Profile, zero: int = 0) -> dict:
+def predicted_record(cfg: RunConfig, profile: Profile) -> dict:
     cfg.validate()
-    cfg, reason = resolved(cfg, profile, zero)
+    zero = cfg.zero
+    cfg, reason = resolved(cfg, profile)
     # Not this machine's devices: only the method's constraints (a local nccl run would check CUDA here).
     reason = reason or unsupported_reason(_sp1(cfg, cfg.sp, "env"))
     extra = {"hardware_profile": profile.name, "zero_stage": zero, "predicted_comm_time_s": None,
@@ -46,11 +47,12 @@ def predicted_record(cfg: RunConfig, profile: Profile, zero: int = 0) -> dict:
              "predicted_peak_mem_bytes": None, "predicted_mem": None, "step_times_s": None,
              "peak_mem_bytes_per_rank": None, "comm_tagged": None, "comm_time_s": None,
              "comm_formula_match": None, "comm_symmetric": None, "flops_per_step": None,
+             "mem_base_bytes_per_rank": None, "peak_mem_reset": None, "mem_run_bytes": None, "mem_model": None,
              **dict.fromkeys(INTERVAL_FIELDS)}
     if reason:
         rec = build_record(cfg if cfg.sp != "auto" else _sp1(cfg), Outcome("unsupported", reason), "predicted")
         return {**rec, **extra, "sp": cfg.sp if cfg.sp != "auto" else None, "environ": _environ(device_label(profile))}
-    p = predict(cfg, profile, zero)
+    p = predict(cfg, profile)
     status = "predicted" if p.fits else "oom"
     error = None if p.fits else (f"predicted OOM: {p.mem['peak'] / 2**30:.1f} GiB per rank > "
                                  f"{p.usable_bytes / 2**30:.1f} GiB usable on {profile.name}")
@@ -58,23 +60,23 @@ def predicted_record(cfg: RunConfig, profile: Profile, zero: int = 0) -> dict:
     rec.update(extra)
     rec.update({"environ": _environ(device_label(profile)), "predicted_comm_time_s": p.comm_total_s,
                 "predicted_compute_time_s": p.compute_s, "predicted_optimizer_time_s": p.optimizer_s,
-                "predicted_peak_mem_bytes": p.mem["peak"], "predicted_mem": p.mem,
+                "predicted_peak_mem_bytes": p.mem["peak"], "predicted_mem": p.mem, "mem_model": p.mem,
                 "comm": p.comm_wire, "comm_wire_bytes": sum(p.comm_wire.values()),
                 "comm_time_s": untag(p.comm_s)})
     if p.fits:
         rec.update(_throughput(cfg, p.step_s, profile))
         rec["peak_mem_bytes"] = p.mem["peak"]
-        rec.update(intervals(cfg, profile, zero))
+        rec.update(intervals(cfg, profile))
     return rec
 
 
 INTERVAL_FIELDS = ("step_time_low_s", "step_time_high_s", "ratio_to_dsp", "ratio_to_dsp_low", "ratio_to_dsp_high")
 
 
-def intervals(cfg: RunConfig, profile: Profile, zero: int = 0) -> dict:
+def intervals(cfg: RunConfig, profile: Profile) -> dict:
     """Step time's interval from the calibration's measured spread (bench/cost/interval.py; None on a
     datasheet profile), and this step / DSP's at the same configuration with its interval."""
-    step = lambda prof: predict(cfg, prof, zero).step_s
+    step = lambda prof: predict(cfg, prof).step_s
     iv = step_interval(step, profile)
     out = dict.fromkeys(INTERVAL_FIELDS)
     if iv:
@@ -83,7 +85,7 @@ def intervals(cfg: RunConfig, profile: Profile, zero: int = 0) -> dict:
     dsp = replace(cfg, method="dsp") if cfg.method != "dsp" else None
     if dsp is None or unsupported_reason(_sp1(dsp, dsp.sp, "env")):
         return out
-    dsp_step = lambda prof: predict(dsp, prof, zero).step_s
+    dsp_step = lambda prof: predict(dsp, prof).step_s
     out["ratio_to_dsp"] = step(profile) / dsp_step(profile)
     r = ratio_interval(step, dsp_step, profile)
     if r:
@@ -98,12 +100,15 @@ def _sp1(cfg: RunConfig, sp=1, launcher=None) -> RunConfig:
 
 def _throughput(cfg: RunConfig, step: float, profile: Profile) -> dict:
     per_sample = flops_per_sample(get_config(cfg.model), Shape(1, cfg.frames, cfg.spatial))
-    flops = per_sample * flops_factor(cfg) * cfg.global_batch
+    model_x, hw_x = flops_factors(cfg)
+    flops, hw = per_sample * model_x * cfg.global_batch, per_sample * hw_x * cfg.global_batch
     peak = profile.peak_flops.get(cfg.dtype)
     samples = cfg.global_batch / step
     return {"step_time_median_s": step, "step_time_p10_s": step, "step_time_p90_s": step,
             "step_times_s": [step], "samples_per_s": samples, "tokens_per_s": samples * cfg.frames * cfg.spatial,
-            "flops_per_step": flops, "mfu": flops / step / (cfg.gpus * peak) if peak else None}
+            "flops_per_step": flops, "hardware_flops_per_step": hw,
+            "mfu": flops / step / (cfg.gpus * peak) if peak else None,
+            "hfu": hw / step / (cfg.gpus * peak) if peak else None}
 
 
 # ---------------------------------------------------------------- command (arguments: bench/cost/cli.py)
@@ -113,7 +118,7 @@ def cmd_predict(args) -> int:
     from dspbench.records.io import append_record, result_line
     if not args.hardware:
         raise ValueError(f"predict needs --hardware PROFILE ({', '.join(available_profiles())}, or a calibrated .toml)")
-    rec = predicted_record(config_from_args(args), load_profile(args.hardware), args.zero)
+    rec = predicted_record(config_from_args(args), load_profile(args.hardware))
     path = Path(args.records_file) if args.records_file else default_records_file(args.out)
     append_record(path, rec)
     if args.json:   # stdout is exactly one JSON document (json.load works); the RESULT line goes to stderr

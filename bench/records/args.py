@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
-from dspbench.records.config import BACKENDS, DTYPES, LAUNCHERS, MODES, RunConfig
+from dspbench.records.config import A2A_STYLES, BACKENDS, DTYPES, LAUNCHERS, MODES, ZERO_STAGES, RunConfig
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
@@ -24,6 +24,11 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--shard", choices=("T", "S", "H", "W"), default=d.shard,
                    help="sequence dim embedded methods shard (T or S; axial3d: T, H or W)")
     g.add_argument("--sample-steps", type=int, default=d.sample_steps, help="model calls per sample (sample mode)")
+    g.add_argument("--cfg", action="store_true", help="sample mode: classifier-free guidance (cond + uncond as a batch of 2)")
+    g.add_argument("--zero", type=int, choices=ZERO_STAGES, default=d.zero,
+                   help="ZeRO stage (train): 0 replicated AdamW (ours), 1 | 2 DeepSpeed's ZeRO over the DP x SP mesh")
+    g.add_argument("--a2a", choices=A2A_STYLES, default=d.a2a,
+                   help="all-to-all style: single (one all_to_all_single) or list (tensor_split + list + cat, as VideoSys)")
     g.add_argument("--warmup", type=int, default=d.warmup, help="untimed warm-up steps")
     g.add_argument("--iters", type=int, default=d.iters, help="timed steps")
     g.add_argument("--seed", type=int, default=d.seed)
@@ -41,6 +46,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     o.add_argument("--out", default="results/runs", help="directory for the records file")
     o.add_argument("--records-file", default=None, help="append to this file instead of one under --out")
     o.add_argument("--json", action="store_true", help="print the record as JSON on stdout (no progress bar)")
+    o.add_argument("--outcome-prefix", default=None, metavar="PREFIX",
+                   help="env/slurm launchers: each rank writes PREFIX.r<rank>.beat (step) and .outcome (sweep jobs)")
 
 
 def config_from_args(args) -> RunConfig:

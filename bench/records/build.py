@@ -5,28 +5,39 @@
 """
 from __future__ import annotations
 
+import importlib.util
 import socket
 from dataclasses import asdict, dataclass
 
 from dspbench.methods import Dims, get_method
 from dspbench.models import Shape, get_config
 from dspbench.models.params import flops_per_sample, param_count
-from dspbench.records.config import RunConfig
+from dspbench.records.config import RunConfig, flops_factors
 from dspbench.records.io import SCHEMA_VERSION
 
-# Dense bf16 peak FLOP/s per device (vendor datasheets); MFU is null where the device is unknown.
+# Dense (no sparsity) bf16/fp16 tensor-core peak FLOP/s per exact SKU, keyed by the name
+# torch.cuda.get_device_name reports. Sources: NVIDIA H100 Tensor Core GPU datasheet (table
+# "Technical Specifications": H100 SXM 1,979 / H100 NVL 1,671 / H100 PCIe 1,513 TFLOPS BF16 with
+# sparsity, halved for dense); NVIDIA H200 datasheet (H200 SXM 1,979, H200 NVL 1,671); NVIDIA A100
+# datasheet (table "NVIDIA A100 Tensor Core GPU Specifications": 312 TFLOPS BF16 dense, SXM and
+# PCIe). A name not listed (including H800/A800, whose torch names we have not seen) gets no MFU.
 PEAK_FLOPS = {
-    "H100": 989e12, "H800": 989e12, "H200": 989e12, "A100": 312e12, "A800": 312e12,
+    "NVIDIA H100 80GB HBM3": 989.5e12,      # H100 SXM5
+    "NVIDIA H100 NVL": 835.5e12,
+    "NVIDIA H100 PCIe": 756.5e12,
+    "NVIDIA H200": 989.5e12,                # H200 SXM
+    "NVIDIA H200 NVL": 835.5e12,
+    "NVIDIA A100-SXM4-80GB": 312e12, "NVIDIA A100-SXM4-40GB": 312e12,
+    "NVIDIA A100-PCIE-40GB": 312e12, "NVIDIA A100 80GB PCIe": 312e12,
 }
 
 
 def peak_flops(device_name: str, dtype: str) -> float | None:
+    """The device's dense peak for `dtype`, by exact SKU name; None where unknown (no MFU then)."""
     if dtype == "fp32":
         return None   # TF32/FP32 peaks differ by kernel choice; report MFU for bf16/fp16 only
-    for key, value in PEAK_FLOPS.items():
-        if key in device_name:
-            return value
-    return None
+    return PEAK_FLOPS.get(device_name.strip())
+
 
 @dataclass
 class Outcome:
@@ -47,6 +58,8 @@ def unsupported_reason(cfg: RunConfig) -> str | None:
     sp = int(cfg.sp)
     if sp < 1 or cfg.gpus % sp:
         return f"sp={sp} does not divide gpus={cfg.gpus}"
+    if cfg.zero and importlib.util.find_spec("deepspeed") is None:
+        return f"zero={cfg.zero} runs on DeepSpeed's engine, which is not installed (pip install 'dspbench[deepspeed]')"
     if cfg.backend == "nccl" and cfg.launcher == "local":
         import torch
         if torch.cuda.device_count() < cfg.gpus:
@@ -68,13 +81,15 @@ def derived(cfg: RunConfig, metrics: dict) -> dict:
     samples = cfg.global_batch / med
     mcfg = get_config(cfg.model)
     per_sample = flops_per_sample(mcfg, Shape(1, cfg.frames, cfg.spatial))
-    factor = {"train": 4 if cfg.grad_ckpt else 3, "infer": 1, "sample": cfg.sample_steps}[cfg.mode]
+    model_x, hw_x = flops_factors(cfg)
     peak = peak_flops(metrics.get("device_name", ""), cfg.dtype)
     return {
         "samples_per_s": samples,
         "tokens_per_s": samples * cfg.frames * cfg.spatial,
-        "flops_per_step": per_sample * factor * cfg.global_batch,
-        "mfu": None if peak is None else per_sample * factor * samples / (cfg.gpus * peak),
+        "flops_per_step": per_sample * model_x * cfg.global_batch,
+        "hardware_flops_per_step": per_sample * hw_x * cfg.global_batch,
+        "mfu": None if peak is None else per_sample * model_x * samples / (cfg.gpus * peak),
+        "hfu": None if peak is None else per_sample * hw_x * samples / (cfg.gpus * peak),
         "peak_mem_bytes": max(metrics["peak_mem_bytes_per_rank"]),
     }
 
@@ -90,7 +105,8 @@ def build_record(cfg: RunConfig, outcome: Outcome, source: str = "measured") -> 
            "sp": None if cfg.sp == "auto" else int(cfg.sp), "dp": None if cfg.sp == "auto" else cfg.dp, **model_facts(cfg)}
     empty = {k: None for k in ("step_time_median_s", "step_time_p10_s", "step_time_p90_s", "samples_per_s",
                                "tokens_per_s", "peak_mem_bytes", "losses", "comm_wire_bytes", "comm",
-                               "oracle_max_abs_err", "oracle_errors", "comm_formula", "mfu")}
+                               "oracle_max_abs_err", "oracle_errors", "comm_formula", "mfu", "hfu",
+                               "engine_comm", "attn_kernel", "mem_model", "mem_run_bytes")}
     rec.update(empty)
     m = outcome.metrics or {}
     rec.update({k: v for k, v in m.items() if k != "device_name"})

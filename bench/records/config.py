@@ -10,10 +10,14 @@ DTYPES = ("fp32", "bf16", "fp16")
 BACKENDS = ("gloo", "nccl")
 LAUNCHERS = ("local", "torchrun", "env", "slurm")
 STATUSES = ("ok", "unsupported", "oom", "timeout", "error")
+A2A_STYLES = ("single", "list")   # == methods.comm.A2A_STYLES (torch-free here)
+ZERO_STAGES = (0, 1, 2)
 
 # Fields that define what is measured: they make the run_id. Where and how it is launched do not.
 IDENTITY = ("method", "model", "frames", "spatial", "batch", "gpus", "sp", "mode", "dtype", "backend",
             "grad_ckpt", "shard", "sample_steps", "warmup", "iters", "seed", "repeat")
+# Later fields: in the run_id only when not at their default, so earlier run_ids stay valid.
+IDENTITY_IF_SET = {"a2a": "single", "zero": 0, "cfg": False}
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,9 @@ class RunConfig:
     sample_steps: int = 10      # denoising forward passes per sample in `sample` mode
     seed: int = 0
     repeat: int = 0             # repeat index within a sweep
+    a2a: str = "single"         # all-to-all style: single (all_to_all_single) | list (the reference code's)
+    zero: int = 0               # ZeRO stage (train): 0 ours (replicated AdamW), 1 | 2 DeepSpeed's engine
+    cfg: bool = False           # sample mode: classifier-free guidance, cond + uncond as a batch of 2
     timeout_s: float = 600.0    # whole run, local launcher: then status timeout
     threads: int = 0            # torch threads per rank (0: cores // ranks, at least 1)
     inject_fault: str = ""      # tests only: KIND@RANK with KIND in raise|hang|oom|exit|slow
@@ -49,6 +56,11 @@ class RunConfig:
     def global_batch(self) -> int:
         return self.batch * self.dp
 
+    @property
+    def model_batch(self) -> int:
+        """What one model call sees per replica: the batch, doubled by classifier-free guidance."""
+        return self.batch * (2 if self.cfg else 1)
+
     def validate(self) -> None:
         """Static errors in the configuration itself (not method constraints: those are `unsupported`)."""
         for name, allowed in (("mode", MODES), ("dtype", DTYPES), ("backend", BACKENDS), ("launcher", LAUNCHERS)):
@@ -59,6 +71,25 @@ class RunConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.warmup < 0:
             raise ValueError(f"warmup must be >= 0, got {self.warmup}")
+        if self.a2a not in A2A_STYLES:
+            raise ValueError(f"a2a must be one of {A2A_STYLES}, got {self.a2a!r}")
+        if self.zero not in ZERO_STAGES:
+            raise ValueError(f"zero must be one of {ZERO_STAGES}, got {self.zero!r}")
+        if self.zero and self.mode != "train":
+            raise ValueError(f"zero={self.zero} shards training state: it needs mode train, got {self.mode!r}")
+        if self.cfg and self.mode != "sample":
+            raise ValueError(f"cfg (classifier-free guidance) is a sampling option: it needs mode sample, got {self.mode!r}")
+        self.validate_names()
+
+    def validate_names(self) -> None:
+        """An unknown method or model is an error (a typo, a plugin not installed yet), never an
+        `unsupported` record: sweeps keep those forever, so the point would never be retried."""
+        from dspbench.methods import unknown_method
+        from dspbench.models import MODELS
+        if why := unknown_method(self.method):
+            raise ValueError(why)
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}; known: {', '.join(sorted(MODELS))}")
 
     def run_id(self) -> str:
         return run_id(self)
@@ -78,6 +109,17 @@ class RunConfig:
 def run_id(cfg: RunConfig) -> str:
     """Stable 12-hex hash of the fields that define the measurement."""
     ident = {k: getattr(cfg, k) for k in IDENTITY}
+    ident.update({k: getattr(cfg, k) for k, default in IDENTITY_IF_SET.items() if getattr(cfg, k) != default})
     ident["sp"] = str(ident["sp"])
     blob = json.dumps(ident, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def flops_factors(cfg: RunConfig) -> tuple[float, float]:
+    """(model, hardware) FLOPs per sample per step in units of one forward. Model FLOPs: 3 for
+    training (forward + backward), 1 per forward otherwise; hardware FLOPs add checkpointing's
+    recompute (4). CFG doubles every sampling call (cond + uncond)."""
+    if cfg.mode == "train":
+        return 3.0, 4.0 if cfg.grad_ckpt else 3.0
+    calls = cfg.sample_steps * (2 if cfg.cfg else 1) if cfg.mode == "sample" else 1
+    return float(calls), float(calls)

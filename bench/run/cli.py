@@ -15,7 +15,8 @@ def cmd_run(args) -> int:
     from dspbench.records.io import result_line
     cfg = config_from_args(args)
     path = Path(args.records_file) if args.records_file else default_records_file(args.out)
-    rec = run_config(cfg, path, progress=not args.json and sys.stderr.isatty(), hardware=args.hardware)
+    rec = run_config(cfg, path, progress=not args.json and sys.stderr.isatty(), hardware=args.hardware,
+                     outcome_prefix=getattr(args, "outcome_prefix", None))
     if not rec:          # a non-zero rank under an external launcher
         return 0
     if args.json:
@@ -40,9 +41,10 @@ def summary_line(rec: dict) -> str:
 def cmd_models(args) -> int:
     from dspbench.models import MODELS
     from dspbench.models.params import param_count
-    print(f"{'model':<14} {'layout':<7} {'depth':>5} {'hidden':>6} {'heads':>5} {'params':>10}")
+    print(f"{'model':<18} {'layout':<8} {'text':<5} {'depth':>5} {'hidden':>6} {'heads':>5} {'mlp':>6} {'params':>10}")
     for name, m in MODELS.items():
-        print(f"{name:<14} {m.layout:<7} {m.depth:>5} {m.hidden:>6} {m.heads:>5} {param_count(m) / 1e6:>9.1f}M")
+        print(f"{name:<18} {m.layout:<8} {m.text_mode:<5} {m.depth:>5} {m.hidden:>6} {m.heads:>5} {m.mlp_hidden:>6} "
+              f"{param_count(m) / 1e6:>9.1f}M")
     return 0
 
 

@@ -16,7 +16,7 @@ from dspbench.run.launch import launch_env, launch_local
 
 
 def run_config(cfg: RunConfig, records_file: str | os.PathLike | None = None, progress: bool = False,
-               hardware: str | None = None) -> dict:
+               hardware: str | None = None, outcome_prefix: str | None = None) -> dict:
     """Run one configuration with its launcher; append the record (rank 0 only) and return it.
 
     `sp="auto"` is resolved first from the `hardware` profile (bench/cost/autosp.py: the minimum SP
@@ -30,7 +30,7 @@ def run_config(cfg: RunConfig, records_file: str | os.PathLike | None = None, pr
     elif cfg.launcher == "local":
         outcome = launch_local(cfg, progress)
     else:
-        outcome = launch_env(cfg, progress)
+        outcome = launch_env(cfg, progress, outcome_prefix)
         if os.environ.get("RANK", "0") != "0":   # one record per run: rank 0 writes it
             if outcome.status != "ok":
                 print(f"dspbench run: {outcome.status}: {outcome.error}", file=sys.stderr)

@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -93,8 +94,22 @@ def _timeout_message(cfg: RunConfig, pending: set[int], steps: list[int]) -> str
 
 
 # ---------------------------------------------------------------- env / torchrun / slurm
+ENV_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")   # torch.distributed's env://
+SLURM_VARS = ("SLURM_PROCID", "SLURM_NTASKS")                       # the rest have defaults
+
+
+def require_env(launcher: str, names: tuple[str, ...], hint: str) -> None:
+    """Every variable a launcher needs, all missing ones named at once (a usage error: exit 2)."""
+    missing = [n for n in names if not os.environ.get(n)]
+    if missing:
+        raise ValueError(f"--launcher {launcher} needs {', '.join(names)} in the environment; missing: "
+                         f"{', '.join(missing)}. {hint}")
+
+
 def slurm_to_env() -> None:
     """Derive torch.distributed's env:// variables from SLURM's (as srun sets them per task)."""
+    require_env("slurm", SLURM_VARS, "Run it as a step of an allocation (srun dspbench run --launcher slurm ..."
+                ", inside sbatch or salloc), or use --launcher local to start the ranks here.")
     env = os.environ
     env.setdefault("RANK", env["SLURM_PROCID"])
     env.setdefault("WORLD_SIZE", env["SLURM_NTASKS"])
@@ -115,11 +130,16 @@ def _first_host(nodelist: str) -> str:
     return nodelist.split(",")[0].split("[")[0]
 
 
-def launch_env(cfg: RunConfig, progress: bool = False) -> Outcome:
-    """This process is one rank of an externally launched world; rank 0 gets the metrics."""
-    import torch
+def launch_env(cfg: RunConfig, progress: bool = False, outcome_prefix: str | None = None) -> Outcome:
+    """This process is one rank of an externally launched world; rank 0 gets the metrics.
+
+    outcome_prefix (sweep jobs): this rank writes `<prefix>.r<rank>.beat` (the step it started,
+    each step) and `<prefix>.r<rank>.outcome` (how it ended), so the job can name the culprit rank."""
     if cfg.launcher == "slurm":
         slurm_to_env()
+    require_env(cfg.launcher, ENV_VARS, "torchrun sets them (torchrun --nproc-per-node N -m dspbench.cli run "
+                "--launcher torchrun ...); or use --launcher local to start the ranks here.")
+    import torch
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world != cfg.gpus:
         return Outcome("error", f"--gpus {cfg.gpus} but the launcher started {world} ranks (WORLD_SIZE)")
@@ -128,11 +148,22 @@ def launch_env(cfg: RunConfig, progress: bool = False) -> Outcome:
     from dspbench.methods import comm
     from dspbench.run.worker import run_rank
     rank = int(os.environ.get("RANK", "0"))
+    files = {k: f"{outcome_prefix}.r{rank}.{k}" for k in ("beat", "outcome")} if outcome_prefix else None
+    beat = (lambda step: _write_file(files["beat"], str(step))) if files else (lambda step: None)
     try:
         comm.init(cfg.backend, rank, world, init_method="env://", timeout_s=cfg.timeout_s)
-        metrics = run_rank(cfg, progress)
-        return Outcome("ok", metrics=metrics)
+        outcome = Outcome("ok", metrics=run_rank(cfg, progress, beat=beat))
     except BaseException as e:  # noqa: BLE001
-        return Outcome(classify(e), f"rank {rank}: {type(e).__name__}: {e}")
-    finally:
-        comm.destroy()
+        outcome = Outcome(classify(e), f"rank {rank}: {type(e).__name__}: {e}")
+    if files:
+        _write_file(files["outcome"], json.dumps({"status": outcome.status, "error": outcome.error}))
+    comm.destroy()
+    return outcome
+
+
+def _write_file(path: str, text: str) -> None:
+    """Write then rename: a reader on another node never sees half of it."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)

@@ -48,6 +48,40 @@ def summarize(step_times: list[float]) -> dict:
 
 
 def peak_memory_bytes(device: torch.device) -> int:
+    """Peak since the last `reset_peak_memory`: CUDA's allocator peak, or on Linux CPU the
+    process's resident high-water mark (VmHWM; ru_maxrss where /proc is missing: never reset)."""
     if device.type == "cuda":
         return int(torch.cuda.max_memory_allocated(device))
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024   # Linux: KiB
+    return _status_kib("VmHWM") * 1024 or int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def current_memory_bytes(device: torch.device) -> int:
+    if device.type == "cuda":
+        return int(torch.cuda.memory_allocated(device))
+    return _status_kib("VmRSS") * 1024
+
+
+def reset_peak_memory(device: torch.device) -> bool:
+    """Start a new peak (after the oracle and the warm-up, so neither is counted). On CPU, writing
+    5 to /proc/self/clear_refs resets VmHWM to the current RSS (Linux >= 4.0, proc(5)). False where
+    the peak cannot be reset: the record then carries the process's lifetime peak."""
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+        return True
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _status_kib(field: str) -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0

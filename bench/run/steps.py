@@ -59,9 +59,22 @@ def make_optimizer(model, dtype: str, lr: float = 1e-4):
     return MasterWeights(model, lr)
 
 
-def make_step(mode: str, model, dims, optimizer=None, sample_steps: int = 10, in_channels: int = 4):
-    """A callable batch -> loss tensor (train) or None."""
-    if mode == "train":
+# OpenSora v1.0's guidance scale (its configs/opensora/inference/*.py: scheduler cfg_scale=7.0).
+CFG_SCALE = 7.0
+
+
+def make_step(mode: str, model, dims, optimizer=None, sample_steps: int = 10, in_channels: int = 4,
+              engine=None, cfg: bool = False):
+    """A callable batch -> loss tensor (train) or None. `engine`: DeepSpeed's (ZeRO 1/2), which
+    reduces the gradients and steps the optimizer itself; `cfg`: classifier-free guidance."""
+    if mode == "train" and engine is not None:
+        def step(batch):
+            x, t, y, target = batch
+            loss = mse(engine(x, t, y), target)
+            engine.backward(loss)
+            engine.step()
+            return loss.detach()
+    elif mode == "train":
         def step(batch):
             x, t, y, target = batch
             optimizer.zero_grad()
@@ -81,7 +94,14 @@ def make_step(mode: str, model, dims, optimizer=None, sample_steps: int = 10, in
         def step(batch):
             # K Euler steps of the reverse process, as a sampler calls the model K times per sample.
             x, _, y, _ = batch
+            if cfg:   # cond and uncond in one call of twice the batch; the null caption is zeros
+                y = torch.cat([y, torch.zeros_like(y)])
             for k in range(sample_steps):
-                t = torch.full((x.shape[0],), 1000.0 * (1 - k / sample_steps), device=x.device)
-                x = x - model(x, t, y)[:, :in_channels] / sample_steps
+                xin = torch.cat([x, x]) if cfg else x
+                t = torch.full((xin.shape[0],), 1000.0 * (1 - k / sample_steps), device=x.device)
+                eps = model(xin, t, y)[:, :in_channels]
+                if cfg:
+                    cond, uncond = eps.chunk(2)
+                    eps = uncond + CFG_SCALE * (cond - uncond)
+                x = x - eps / sample_steps
     return step

@@ -15,6 +15,10 @@ from dspbench.models import Shape, build_model, get_config
 from dspbench.run.oracle import check_shape, oracle_errors, within_tolerance
 from dspbench.run.progress import Progress
 from dspbench.run.steps import TORCH_DTYPES, DataStream, make_optimizer, make_step
+from dspbench.run.zero import init_deepspeed_comm, zero_engine
+from dspbench.cost.engine import engine_comm
+from dspbench.cost.memory import memory
+from dspbench.methods.attn_kernels import describe as describe_kernels
 
 
 class OracleMismatch(RuntimeError):
@@ -37,13 +41,19 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None) -> 
     device, dtype = device_for(cfg), TORCH_DTYPES[cfg.dtype]
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
     shape, spec = Shape(cfg.batch, cfg.frames, cfg.spatial), get_method(cfg.method)
+    comm.set_a2a_style(cfg.a2a)   # before the oracle: it checks the transfer the run times
     dims = build_dims(int(cfg.sp), cfg.shard)
     oracle = _oracle(cfg, spec, mcfg, shape, dims, device, dtype) if cfg.check else None
+    if cfg.zero:   # import DeepSpeed before the baseline: its modules are not the run's memory
+        init_deepspeed_comm()
+    measure.reset_peak_memory(device)
+    base_mem = measure.current_memory_bytes(device)   # before the model: what the run itself adds
 
     torch.manual_seed(cfg.seed)
     model = spec.parallelize(build_model(mcfg).to(device=device, dtype=dtype), dims)
-    optimizer = make_optimizer(model, cfg.dtype) if cfg.mode == "train" else None
-    step = make_step(cfg.mode, model, dims, optimizer, cfg.sample_steps, mcfg.in_channels)
+    engine = zero_engine(model, dims, cfg.zero, cfg.dtype, cfg.batch) if cfg.zero else None
+    optimizer = make_optimizer(model, cfg.dtype) if cfg.mode == "train" and not engine else None
+    step = make_step(cfg.mode, model, dims, optimizer, cfg.sample_steps, mcfg.in_channels, engine, cfg.cfg)
     data = DataStream(mcfg, cfg, comm.rank(dims.dp_group), cfg.warmup + cfg.iters + 1, device, dtype)
 
     bar = Progress(cfg.warmup + cfg.iters, enabled=progress and comm.world_rank() == 0)
@@ -52,6 +62,7 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None) -> 
         beat(i)
         losses.append(step(data[i]))
     inject_fault(cfg.inject_fault)
+    peak_reset = measure.reset_peak_memory(device)   # the timed steps' peak, not the warm-up's
     times = []
     for i in bar.phase("timed", range(cfg.warmup, cfg.warmup + cfg.iters)):
         beat(i)
@@ -66,7 +77,8 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None) -> 
     beat(cfg.warmup + cfg.iters)
     with Ledger(timed=True) as led:
         step(data[cfg.warmup + cfg.iters])
-    return _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle)
+    mem = {"peak": measure.peak_memory_bytes(device), "base": base_mem, "reset": peak_reset}
+    return _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, mem)
 
 
 ORACLE_PARTS = ("output", "grads", "input_grad")   # oracle_max_abs_err is their max
@@ -83,9 +95,9 @@ def _oracle(cfg, spec, mcfg, shape, dims, device, dtype) -> dict:
     return {k: errs[k] for k in (*ORACLE_PARTS, "shape", "depth")}
 
 
-def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle) -> dict | None:
+def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, mem) -> dict | None:
     per_rank = comm.all_gather_object({
-        "times": times, "peak_mem": measure.peak_memory_bytes(device),
+        "times": times, "peak_mem": mem["peak"], "base_mem": mem["base"],
         "losses": [None if l is None else float(l) for l in losses],
         "dp_rank": comm.rank(dims.dp_group), "sp_rank": comm.rank(dims.sp_group),
         "comm": led.totals(), **environ.local_facts(device),
@@ -93,11 +105,22 @@ def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle) -
     if comm.world_rank() != 0:
         return None
     step_times = [max(r["times"][i] for r in per_rank) for i in range(len(times))]
-    formula = spec.comm_bytes(mcfg, shape, dims, TORCH_DTYPES[cfg.dtype], "train" if cfg.mode == "train" else "infer")
+    # CFG: every model call sees cond + uncond, twice the batch; ZeRO: the engine reduces gradients.
+    fshape = Shape(cfg.model_batch, cfg.frames, cfg.spatial)
+    formula = spec.comm_bytes(mcfg, fshape, dims, TORCH_DTYPES[cfg.dtype],
+                              "train" if cfg.mode == "train" else "infer", engine=cfg.zero > 0)
     if cfg.mode == "sample":   # K forward passes per step
         formula = {k: v * cfg.sample_steps for k, v in formula.items()}
     tagged = led.totals()
+    model = memory(spec, mcfg, fshape, dims.sp, dims.dp, cfg.dtype, cfg.mode,
+                   spec.plan(mcfg, fshape, dims, cfg.dtype, "train" if cfg.mode == "train" else "infer",
+                             engine=cfg.zero > 0), cfg.zero)
     return {
+        # the memory model for this very configuration, beside what the run added to each rank
+        "mem_model": model, "mem_run_bytes": max(r["peak_mem"] - r["base_mem"] for r in per_rank),
+        "engine_comm": engine_comm(spec, mcfg, dims, TORCH_DTYPES[cfg.dtype].itemsize, cfg.zero) or None,
+        "mem_base_bytes_per_rank": [r["base_mem"] for r in per_rank], "peak_mem_reset": mem["reset"],
+        "attn_kernel": describe_kernels(device, TORCH_DTYPES[cfg.dtype], mcfg.heads, mcfg.hidden // mcfg.heads),
         "step_times_s": step_times, **measure.summarize(step_times),
         "peak_mem_bytes_per_rank": [r["peak_mem"] for r in per_rank],
         "losses": _dp_mean_losses(per_rank) if cfg.mode == "train" else None,

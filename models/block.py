@@ -1,0 +1,44 @@
+"""The block-forward shape every layout shares (adaLN-modulated, OpenSora and Wan order):
+
+    x, y = mix(x, y)                 # the layout's self-attention(s) on mod(norm1 x), gated by g_a
+    x += CA(x, y)                    # cross-attention to the text (absent with joint text)
+    x += g_m * MLP(mod(norm2 x))
+
+Layouts differ only in their self-attention seams and `mix` (dit.py, axial.py, full3d.py); the
+text stream y passes through unchanged except in full3d's joint attention, which updates it.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from dspbench.models.config import ModelConfig
+from dspbench.models.layers import CrossAttention, Mlp, modulate, per_sample
+
+
+class DiTBlock(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        C = cfg.hidden
+        self.norm1 = nn.LayerNorm(C, elementwise_affine=False, eps=1e-6)
+        self.make_attention(cfg)   # between norm1 and cross_attn: the modules' (and init's) order
+        self.cross_attn = None if cfg.joint else CrossAttention(C, cfg.heads)
+        self.norm2 = nn.LayerNorm(C, elementwise_affine=False, eps=1e-6)
+        self.mlp = Mlp(C, cfg.mlp_hidden)
+        self.scale_shift_table = nn.Parameter(torch.randn(6, C) / C ** 0.5)
+
+    def make_attention(self, cfg: ModelConfig) -> None:
+        """Register the layout's self-attention seam(s)."""
+        raise NotImplementedError
+
+    def mix(self, x, y, pre, gate):
+        """The self-attention part: `pre(v)` is mod(norm1 v), `gate` the (B, C) attention gate.
+        Returns (x, y) after the residual update(s)."""
+        raise NotImplementedError
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, tmod: torch.Tensor):
+        sh_a, sc_a, g_a, sh_m, sc_m, g_m = (self.scale_shift_table[None] + tmod.unflatten(1, (6, -1))).unbind(1)
+        x, y = self.mix(x, y, lambda v: modulate(self.norm1(v), sh_a, sc_a), g_a)
+        if self.cross_attn is not None:
+            x = x + self.cross_attn(x, y)
+        return x + per_sample(g_m, x) * self.mlp(modulate(self.norm2(x), sh_m, sc_m)), y
