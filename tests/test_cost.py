@@ -165,8 +165,9 @@ def test_predict_json_has_every_run_record_field(capsys, tmp_path):
     rc = main(["predict", "--method", "dsp", "--gpus", "2", "--sp", "2", "--hardware", "h100-ib", "--json",
                "--records-file", str(tmp_path / "p.jsonl")])
     assert rc == 0
-    rec = json.loads(capsys.readouterr().out.splitlines()[0])
-    assert rec["status"] == "predicted"
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)               # stdout is one JSON document, nothing after it
+    assert rec["status"] == "predicted" and "<RESULT>" in cap.err and "<RESULT>" not in cap.out
     assert set(run) <= set(rec), set(run) - set(rec)
     for k in ("predicted_comm_time_s", "predicted_compute_time_s", "predicted_peak_mem_bytes",
               "step_time_median_s", "samples_per_s", "tokens_per_s", "comm", "comm_wire_bytes"):

@@ -31,6 +31,10 @@ def add_calibrate_args(p: argparse.ArgumentParser) -> None:
     c.add_argument("--ops", default=",".join(OPS), help="comma-separated subset of " + ", ".join(OPS))
     c.add_argument("--iters", type=int, default=5, help="timed iterations per size")
     c.add_argument("--warmup", type=int, default=1)
+    c.add_argument("--overlap-repeats", type=int, default=3, help="ring-overlap probes (their spread is recorded)")
+    c.add_argument("--cpu-ranks-per-host", type=int, default=0,
+                   help="ranks sharing this host's cores (ring overlap: a hop's CPU time is stretched by ranks/cores; "
+                        "0: the world for gloo, as in the emulated cluster and --launcher local; 1 for nccl)")
     m = p.add_argument_group("compute (one block forward+backward at this rank's shard of the shape)")
     m.add_argument("--model", default="stdit-tiny")
     m.add_argument("--frames", type=int, default=16)
@@ -38,7 +42,10 @@ def add_calibrate_args(p: argparse.ArgumentParser) -> None:
     m.add_argument("--batch", type=int, default=1)
     m.add_argument("--sp", type=int, default=0, help="shard T by this degree for the compute shape (0: --gpus)")
     m.add_argument("--dtype", choices=DTYPES, default="fp32")
-    m.add_argument("--compute-iters", type=int, default=3)
+    m.add_argument("--compute-iters", type=int, default=5, help="timed compute steps (their spread is recorded)")
+    m.add_argument("--gemm-widths", default="",
+                   help="comma-separated hidden widths C: forward+backward GEMM FLOP/s of a block's linears at C "
+                        "and split C/n for every n dividing the world (tensor-parallel widths; bench/calibrate/gemm.py)")
     m.add_argument("--depth", type=int, default=0,
                    help="blocks in the benchmarked model (0: the model's; 1: one block, e.g. STDiT-XL at paper "
                         "shapes on one GPU); FLOP/s is per analytic FLOP of that depth")
@@ -48,6 +55,9 @@ def add_calibrate_args(p: argparse.ArgumentParser) -> None:
                    help="datasheet profile the measured values replace (needed with one rank: no collectives)")
     o.add_argument("--output", default=None, help="profile TOML path (default results/profiles/<name>.toml)")
     o.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    o.add_argument("--force", action="store_true",
+                   help="write the profile even when its measurements spread too much to predict with "
+                        "(bench/calibrate/quality.py MAX_SPREAD); the spread is stored either way")
 
 
 def cmd_calibrate(args) -> int:
@@ -58,20 +68,33 @@ def cmd_calibrate(args) -> int:
 def add_emulate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ranks", type=int, default=4, help="ranks, one network namespace each")
     p.add_argument("--rate", default=None,
-                   help="tc tbf rate of every link, both directions (default: per setting, comm 50mbit, compute 1gbit)")
+                   help="tc tbf rate of every link, both directions (default: per setting, comm 50mbit, compute 1gbit; "
+                        "holdout: comma-separated rates, default the grid's)")
     p.add_argument("--subnet", default="10.77.0", help="first three octets of the /24 inside the namespaces")
     p.add_argument("--repeats", type=int, default=5,
                    help="rounds per setting: compute re-measured, then every method once (rotated order)")
     p.add_argument("--settings", default="comm,compute", help="comma-separated: comm (comm-bound), compute, smoke (seconds, for tests)")
-    p.add_argument("--methods", default="dsp,ulysses,ring,megatron_sp", help="comma-separated methods")
+    p.add_argument("--methods", default=None,
+                   help="comma-separated methods (default: settings dsp,ulysses,ring,megatron_sp; holdout all five)")
     p.add_argument("--out", default="results/emulated", help="records, profile and table go here")
+    p.add_argument("--protocol", choices=("settings", "holdout"), default="settings",
+                   help="settings: calibrate per setting at the methods' shapes (--settings); holdout: calibrate once "
+                        "per rate, predict and measure a grid the calibration never touched (bench/calibrate/holdout.py)")
+    p.add_argument("--grid", choices=("full", "smoke"), default="full",
+                   help="holdout grid: full (2 layouts x 3 shapes x 2 rates) or smoke (seconds, for tests)")
+    p.add_argument("--ns-prefix", default="dspb-",
+                   help="namespace name prefix (this cluster removes only its own <prefix>br, <prefix>r<N>)")
+    p.add_argument("--force", action="store_true", help="pass --force to calibrate (write a profile whose measurements spread too much)")
     p.add_argument("--check-only", action="store_true", help="only test that namespaces can be made, then exit")
     p.add_argument("--no-netns", action="store_true",
                    help="behave as if namespaces could not be made (tests the clean exit)")
 
 
 def cmd_emulate(args) -> int:
-    from dspbench.calibrate.emulate import cmd_emulate as run
+    if args.protocol == "holdout":
+        from dspbench.calibrate.holdout import cmd_holdout as run
+    else:
+        from dspbench.calibrate.emulate import cmd_emulate as run
     return run(args)
 
 

@@ -8,35 +8,16 @@ p2p hop sends. algbw = size / t, busbw = wire bytes / t = algbw * BUS_FACTOR(n).
 """
 from __future__ import annotations
 
+import os
+import resource
 import statistics
 import time
 
 import torch
 
 from dspbench.methods import comm, comm_raw
+from dspbench.calibrate.timing import samples, timed
 from dspbench.methods.ledger import BUS_FACTOR, wire_bytes
-
-
-def _sync() -> None:
-    """CUDA work is asynchronous: a host timer must wait for it (a no-op on CPU)."""
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
-
-
-def _timed(fn, iters: int, warmup: int) -> float:
-    """Median over iterations of the slowest rank's time of fn()."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iters):
-        comm.barrier()
-        _sync()
-        t0 = time.perf_counter()
-        fn()
-        _sync()
-        dt = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
-        times.append(float(comm.all_reduce_max_(dt, None)[0]))
-    return statistics.median(times)
 
 
 def _collective(op: str, size: int, n: int, device, group=None):
@@ -69,9 +50,10 @@ def bench_collectives(ops, sizes, iters: int, warmup: int, device) -> list[dict]
         for size in sizes:
             el, fn = _collective(op, size, n, device)
             payload = el * 4
-            t = _timed(fn, iters, warmup)
+            times = samples(fn, iters, warmup)
+            t = statistics.median(times)
             wire = wire_bytes(op, payload, n)
-            rows.append({"op": op, "size": payload, "count": el, "ranks": n, "time_s": t,
+            rows.append({"op": op, "size": payload, "count": el, "ranks": n, "time_s": t, "times_s": times,
                          "algbw_GBps": payload / t / 1e9, "busbw_GBps": payload * BUS_FACTOR[op](n) / t / 1e9,
                          "wire_bytes": wire})
     return rows
@@ -107,16 +89,17 @@ def bench_tiers(ops, sizes, iters: int, warmup: int, device, per_node: int) -> l
         for op in ops:
             for size in sizes:
                 el, fn = _collective(op, size, n, device, mine[1]) if mine else (max(n, size // 4 // n * n), None)
-                t = _timed(fn or (lambda: None), iters, warmup)
+                times = samples(fn or (lambda: None), iters, warmup)
+                t = statistics.median(times)
                 payload = el * 4
                 rows.append({"tier": tier, "op": op, "size": payload, "count": el, "ranks": n,
-                             "per_node": min(n, per_node) if tier != "inter" else 1, "time_s": t,
+                             "per_node": min(n, per_node) if tier != "inter" else 1, "time_s": t, "times_s": times,
                              "algbw_GBps": payload / t / 1e9, "busbw_GBps": payload * BUS_FACTOR[op](n) / t / 1e9,
                              "wire_bytes": wire_bytes(op, payload, n)})
     return rows
 
 
-def bench_overlap(size: int, iters: int, device) -> dict:
+def bench_overlap(size: int, iters: int, device, ranks_per_host: int = 1) -> dict:
     """How much of a p2p ring hop hides under computation started after it (as ring attention does).
 
     Times the hop alone, a matmul chain of about the same duration alone, and the hop started
@@ -127,7 +110,7 @@ def bench_overlap(size: int, iters: int, device) -> dict:
     ring, t = comm.RingExchange(None), torch.ones(el, dtype=torch.float32, device=device)
     a = torch.randn(256, 256, device=device)
     hop = lambda: ring.start([t], "calibrate").wait()
-    comm_s = _timed(hop, iters, 1)
+    comm_s = timed(hop, iters, 1)
     k = [1]
 
     def chain():
@@ -135,7 +118,7 @@ def bench_overlap(size: int, iters: int, device) -> dict:
             a @ a
 
     for _ in range(2):                                   # size the chain to the hop, twice (timer warm-up)
-        est = torch.tensor([max(1, round(k[0] * comm_s / max(_timed(chain, 3, 1), 1e-9)))])
+        est = torch.tensor([max(1, round(k[0] * comm_s / max(timed(chain, 3, 1), 1e-9)))])
         k[0] = int(comm.all_reduce_max_(est, None)[0])   # the same chain length on every rank
 
     def both():
@@ -143,11 +126,32 @@ def bench_overlap(size: int, iters: int, device) -> dict:
         chain()
         pending.wait()
 
-    comp_s = _timed(chain, iters, 1)
-    both_s = _timed(both, iters, 1)
+    comp_s = timed(chain, iters, 1)
+    both_s = timed(both, iters, 1)
     frac = (comm_s + comp_s - both_s) / min(comm_s, comp_s)
+    cpu = hop_cpu_fraction(hop, iters, ranks_per_host)
     return {"size": el * 4, "comm_s": comm_s, "compute_s": comp_s, "both_s": both_s,
-            "fraction": min(1.0, max(0.0, frac))}
+            "probe_fraction": min(1.0, max(0.0, frac)), "hop_cpu_fraction": cpu,
+            "fraction": max(0.0, 1.0 - cpu)}
+
+
+def hop_cpu_fraction(hop, iters: int, ranks_per_host: int = 1) -> float:
+    """The share of a hop's wall time that needs a CPU (first principles for the ring's overlap).
+
+    A hop's time is CPU work (copies, the TCP stack: this process's user + system time, every
+    thread) plus waiting for the wire, when the cores are free for the attention the ring hides
+    under it. The CPU part cannot hide: the compute holds the cores it needs. On a host whose
+    ranks outnumber its cores (ranks_per_host: the emulated cluster), each rank's CPU time is
+    stretched by ranks / cores. overlap = 1 - this, per host, per message size."""
+    comm.barrier()
+    r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    for _ in range(iters):
+        hop()
+    r1, t1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    stretch = max(1.0, ranks_per_host / (os.cpu_count() or 1))
+    local = torch.tensor([min(1.0, cpu * stretch / max(t1 - t0, 1e-9))], dtype=torch.float64)
+    return float(comm.all_reduce_max_(local, None)[0])     # the busiest rank sets the ring's pace
 
 
 def bench_compute(model_name: str, batch: int, frames: int, spatial: int, dtype: str, iters: int, device,
@@ -171,18 +175,22 @@ def bench_compute(model_name: str, batch: int, frames: int, spatial: int, dtype:
         opt.zero_grad()
         mse(model(x, t, y), target).backward()
 
-    step_s = _timed(fwd_bwd, iters, 1)
-    opt_s = _timed(opt.step, iters, 1)
+    times = samples(fwd_bwd, iters, 1)
+    step_s = statistics.median(times)
+    opt_s = timed(opt.step, iters, 1)
     flops = 3 * flops_per_sample(cfg, Shape(1, frames, spatial)) * batch
     params = param_count(cfg)
-    return {"model": model_name, "depth": cfg.depth, "shape": [batch, frames, spatial], "dtype": dtype, "fwd_bwd_s": step_s,
+    return {"model": model_name, "modules": sum(1 for _ in model.modules()), "depth": cfg.depth, "shape": [batch, frames, spatial], "dtype": dtype, "fwd_bwd_s": step_s,
+            "fwd_bwd_times_s": times,
             "flops": flops, "flops_per_s": flops / step_s, "optimizer_s": opt_s, "params": params,
             "optimizer_Bps": params * OPT_BYTES[dtype] / opt_s}
 
 
 def calibrate_rank(opts: dict) -> dict | None:
-    """Every rank: collectives (with the ring-overlap probe when p2p is among them), then compute;
-    rank 0 returns {'collectives': rows, 'overlap': ... or None, 'compute': ...}."""
+    """Every rank: collectives (with the ring-overlap probe, repeated, when p2p is among them),
+    compute, GEMM rates by width, then a quick re-check of compute (did the machine change under
+    us?); rank 0 returns {'collectives', 'overlap', 'compute', 'gemm', 'world'}."""
+    from dspbench.calibrate.gemm import bench_gemm
     device = torch.device("cpu") if opts["backend"] == "gloo" else torch.device("cuda", torch.cuda.current_device())
     ops = opts["ops"] if comm.world_size() > 1 else []      # one rank: nothing to measure between ranks
     if opts.get("tiers"):
@@ -191,12 +199,31 @@ def calibrate_rank(opts: dict) -> dict | None:
         rows = bench_collectives(ops, opts["sizes"], opts["iters"], opts["warmup"], device)
     overlap = None
     if "send_recv" in ops and opts["sizes"]:
-        overlap = bench_overlap(max(opts["sizes"]), opts["iters"], device)
+        per_host = opts.get("cpu_ranks_per_host") or (comm.world_size() if opts["backend"] == "gloo" else 1)
+        probes = [bench_overlap(max(opts["sizes"]), opts["iters"], device, per_host)
+                  for _ in range(max(1, opts.get("overlap_repeats", 3)))]
+        fr = [p["fraction"] for p in probes]
+        overlap = {**probes[0], "fraction": statistics.median(fr), "fractions": fr,
+                   "probe_fractions": [p["probe_fraction"] for p in probes]}
     sp = opts["sp"] or comm.world_size()
-    compute = bench_compute(opts["model"], opts["batch"], max(1, opts["frames"] // sp), opts["spatial"],
-                            opts["dtype"], opts["compute_iters"], device, opts.get("depth", 0))
+    shard = (opts["model"], opts["batch"], max(1, opts["frames"] // sp), opts["spatial"], opts["dtype"])
+    compute = bench_compute(*shard, opts["compute_iters"], device, opts.get("depth", 0))
+    smaller = _smaller(shard)          # a second shape: FLOP rate and per-module overhead apart
+    if smaller:
+        compute["small"] = bench_compute(*smaller, opts["compute_iters"], device, opts.get("depth", 0))
+    gemm = bench_gemm(opts.get("gemm_widths", ()), comm.world_size(), opts["dtype"], device) if ops else {}
+    recheck = bench_compute(*shard, 2, device, opts.get("depth", 0))["fwd_bwd_s"]
+    compute["recheck_s"] = recheck
     facts = comm.all_gather_object({"compute": compute})
     if comm.world_rank() != 0:
         return None
     slowest = min(facts, key=lambda f: f["compute"]["flops_per_s"])["compute"]
-    return {"collectives": rows, "overlap": overlap, "compute": slowest, "world": comm.world_size()}
+    return {"collectives": rows, "overlap": overlap, "compute": slowest, "gemm": gemm, "world": comm.world_size()}
+
+
+def _smaller(shard: tuple):
+    """The compute shard with a third of the frames (or a quarter of the tokens per frame), or None."""
+    model, batch, frames, spatial, dtype = shard
+    if frames >= 2:
+        return model, batch, max(1, frames // 3), spatial, dtype
+    return (model, batch, frames, spatial // 4, dtype) if spatial >= 16 else None

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 from dspbench.calibrate.profile import profile_dict, table
+from dspbench.calibrate.quality import assess, load, meaningless
 from dspbench.cost.hardware import dumps
 
 _UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -54,7 +56,9 @@ def _memory_gb(world: int) -> float:
 
 def cmd_calibrate(args) -> int:
     opts = {k: getattr(args, k) for k in ("gpus", "backend", "iters", "warmup", "model", "frames", "spatial",
-                                         "batch", "sp", "dtype", "compute_iters", "timeout_s", "threads", "depth")}
+                                         "batch", "sp", "dtype", "compute_iters", "timeout_s", "threads", "depth",
+                                         "overlap_repeats", "cpu_ranks_per_host")}
+    opts["gemm_widths"] = [int(w) for w in args.gemm_widths.split(",") if w.strip()]
     opts["sizes"] = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
     opts["ops"] = [o.strip() for o in args.ops.split(",") if o.strip()]
     opts.update(tiers=args.tiers, gpus_per_node=args.gpus_per_node)
@@ -63,6 +67,7 @@ def cmd_calibrate(args) -> int:
     if args.launcher == "slurm":     # srun: RANK, WORLD_SIZE, MASTER_ADDR from SLURM_* (block = node-major)
         from dspbench.run.launch import slurm_to_env
         slurm_to_env()
+    before = load()
     if args.launcher == "local":
         result = launch_local(opts)
         gpn = args.gpus_per_node or args.gpus
@@ -77,6 +82,17 @@ def cmd_calibrate(args) -> int:
     if not opts["ops"]:          # compute only (the emulated cluster re-measures it every round)
         print(json.dumps(result["compute"], sort_keys=True))
         return 0
+    result["quality"] = q = assess(result, before, load())
+    for w in q["warnings"]:
+        print(f"dspbench calibrate: warning: {w}", file=sys.stderr)
+    refused = meaningless(q)
+    if refused and not args.force:
+        raw = Path(args.output or f"results/profiles/{args.name}.toml").with_suffix(".refused.json")
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        raw.write_text(json.dumps(result, indent=1))     # the measurements, to see what spread
+        print(f"dspbench calibrate: refusing to write a profile: {refused}. Calibrate on a quieter machine, "
+              "or pass --force to write it anyway (its intervals will say how little it knows).", file=sys.stderr)
+        return 2
     from dspbench.records.environ import cpu_name
     device = "cpu: " + cpu_name() if args.backend == "gloo" else "cuda"
     prof = profile_dict(args.name, result, gpn, device, _memory_gb(args.gpus if args.launcher == "local" else 1),
@@ -92,5 +108,7 @@ def cmd_calibrate(args) -> int:
         c = result["compute"]
         print(f"compute: {c['model']} shard {c['shape']} {c['dtype']}: fwd+bwd {c['fwd_bwd_s'] * 1e3:.1f} ms, "
               f"{c['flops_per_s'] / 1e9:.2f} GFLOP/s per rank; AdamW {c['optimizer_s'] * 1e3:.1f} ms")
+        print(f"quality: load average {q['loadavg_1m']:.1f} on {q['cores']} cores; worst spread "
+              f"{q['worst_spread']:.0%} ({q['worst_term']}); compute re-check {q['compute_recheck']:.2f}x")
         print(f"profile written to {out}")
     return 0

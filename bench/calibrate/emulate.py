@@ -67,10 +67,11 @@ def _calibrate(cluster, s: dict, *extra: str) -> subprocess.CompletedProcess:
     return res
 
 
-def calibrate(cluster, name: str, s: dict, out: Path) -> Path:
+def calibrate(cluster, name: str, s: dict, out: Path, force: bool = False) -> Path:
     """The setting's profile: collectives, the ring-overlap probe, compute."""
     path = out / f"{name}.toml"
-    print(_calibrate(cluster, s, "--name", name, "--output", str(path)).stdout, flush=True)
+    extra = ["--force"] if force else []
+    print(_calibrate(cluster, s, "--name", name, "--output", str(path), *extra).stdout, flush=True)
     if not path.is_file():
         raise RuntimeError(f"calibration wrote no profile at {path}")
     return path
@@ -115,8 +116,8 @@ def validate_setting(name: str, s: dict, args, out: Path) -> list[dict]:
                      sp=args.ranks, launcher="env", warmup=1, iters=3)
     rows = [{"setting": name, "rate": args.rate or s["rate"], "method": m, "cfg": base, "predicted": [],
              "pred_compute": [], "measured": []} for m in methods]
-    with Cluster(args.ranks, args.rate or s["rate"], args.subnet) as cluster:
-        profile = load_profile(str(calibrate(cluster, f"emu-{name}", s, out)))
+    with Cluster(args.ranks, args.rate or s["rate"], args.subnet, args.ns_prefix) as cluster:
+        profile = load_profile(str(calibrate(cluster, f"emu-{name}", s, out, args.force)))
         for rep in range(args.repeats):
             predict_round(profile, measure_compute(cluster, s), rows, out, rep)
             for row in rows[rep % len(rows):] + rows[:rep % len(rows)]:
@@ -177,6 +178,7 @@ def cmd_emulate(args) -> int:
     if args.check_only:
         print("dspbench emulate: network namespaces, veth and tc are available")
         return 0
+    args.methods = args.methods or "dsp,ulysses,ring,megatron_sp"
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = summarise([r for name in args.settings.split(",") if name

@@ -79,9 +79,13 @@ def tbf_args(rate: str) -> tuple[str, ...]:
 
 
 class Cluster:
-    def __init__(self, ranks: int, rate: str, subnet: str = "10.77.0"):
-        self.ranks, self.rate, self.subnet = ranks, rate, subnet
-        self.namespaces = [f"{PREFIX}r{r}" for r in range(ranks)]
+    """`prefix` names this cluster's namespaces (<prefix>br, <prefix>r<r>); teardown removes those
+    alone, so clusters with other prefixes (another tool's, another user's) are never touched."""
+
+    def __init__(self, ranks: int, rate: str, subnet: str = "10.77.0", prefix: str = PREFIX):
+        self.ranks, self.rate, self.subnet, self.prefix = ranks, rate, subnet, prefix
+        self.bridge_ns = f"{prefix}br"
+        self.namespaces = [f"{prefix}r{r}" for r in range(ranks)]
 
     def addr(self, rank: int) -> str:
         return f"{self.subnet}.{rank + 1}"
@@ -105,8 +109,9 @@ class Cluster:
         raise SystemExit(128 + signum)
 
     def setup(self) -> None:
-        teardown_all()   # leftovers of a killed earlier run would clash on names
+        self.teardown()   # leftovers of a killed earlier run with these names would clash
         tbf = tbf_args(self.rate)
+        BRIDGE_NS = self.bridge_ns
         _ip("ip", "netns", "add", BRIDGE_NS)
         _ip("ip", "link", "add", "br0", "type", "bridge", ns=BRIDGE_NS)
         _ip("ip", "link", "set", "br0", "up", ns=BRIDGE_NS)
@@ -136,20 +141,28 @@ class Cluster:
         return ["ip", "netns", "exec", self.namespaces[rank], "env", *(f"{k}={v}" for k, v in base.items()), *argv]
 
     def teardown(self) -> None:
-        teardown_all()
+        _remove([self.bridge_ns, *self.namespaces])
 
 
-def teardown_all() -> None:
-    """Kill processes left in our namespaces (by pid), delete the namespaces and /etc/netns entries."""
+def teardown_all(prefix: str = PREFIX) -> None:
+    """Remove every namespace named <prefix>* (emulate.sh's safety net for a killed Python)."""
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    for ns in [line.split()[0] for line in out.splitlines() if line.startswith(PREFIX)]:
-        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
-        for pid in pids:
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    _remove([line.split()[0] for line in out.splitlines() if line.startswith(prefix)])
+
+
+def _remove(names: list[str]) -> None:
+    """Kill processes left in these namespaces (by pid), delete them and their /etc/netns entries."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    present = {line.split()[0] for line in listed.splitlines() if line.strip()}
+    for ns in names:
+        if ns in present:
+            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         d = Path("/etc/netns") / ns
         if d.is_dir():
             for f in d.iterdir():

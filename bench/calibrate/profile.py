@@ -62,7 +62,8 @@ def _where(result: dict) -> str:
 
 def _compute_source(where: str, comp: dict) -> str:
     blocks = f", {comp['depth']} blocks" if comp.get("depth") else ""
-    return (f"{where}: {comp['model']}{blocks} forward+backward at shard {comp['shape']} {comp['dtype']}, "
+    two = (f" and {comp['small']['shape']} (t = modules x overhead + FLOPs / rate)" if comp.get("small") else "")
+    return (f"{where}: {comp['model']}{blocks} forward+backward at shard {comp['shape']}{two} {comp['dtype']}, "
             "all ranks at once (slowest rank)")
 
 
@@ -108,9 +109,10 @@ def profile_dict(name: str, result: dict, gpus_per_node: int, device: str, memor
     return {
         "name": name, "description": f"calibrated: {result['world']} ranks" + (", per tier" if tiered else ""),
         "kind": "calibrated", "device": dev,
-        "compute": {"flops_per_s": {comp["dtype"]: comp["flops_per_s"]}, "optimizer_Bps": comp["optimizer_Bps"]},
+        "compute": {**_compute(comp), "optimizer_Bps": comp["optimizer_Bps"], **_gemm(result)},
         "link": links,
         "overlap": {"ring": _overlap_value(result)},
+        **_quality(result),
         "sources": {**link_src,
                     **({"device.nics_per_node": "given (--nics-per-node)"} if nics_per_node else {}),
                     "compute": _compute_source(where, comp),
@@ -124,8 +126,12 @@ def _on_base(name: str, result: dict, base: str) -> dict:
     comp, where = result["compute"], _where(result)
     d.update(name=name, kind="calibrated", description=f"{base} with measured {_measured_parts(result)}")
     c = d.setdefault("compute", {})
-    c["flops_per_s"] = {**c.get("flops_per_s", {}), comp["dtype"]: comp["flops_per_s"]}
+    terms = _compute(comp)
+    c["flops_per_s"] = {**c.get("flops_per_s", {}), **terms["flops_per_s"]}
+    c["module_overhead_s"] = terms["module_overhead_s"]
     c["optimizer_Bps"] = comp["optimizer_Bps"]
+    c.update(_gemm(result))
+    d.update(_quality(result))
     src = d.setdefault("sources", {})
     src[f"compute.flops_per_s.{comp['dtype']}"] = _compute_source(where, comp)
     src["compute.optimizer_Bps"] = f"{where}: AdamW step of {comp['params']} parameters"
@@ -136,6 +142,39 @@ def _on_base(name: str, result: dict, base: str) -> dict:
         d.setdefault("overlap", {})["ring"] = _overlap_value(result)
         src["overlap.ring"] = _overlap_source(where, result["overlap"])
     return d
+
+
+def compute_terms(comp: dict) -> tuple[float, float]:
+    """(FLOP/s, seconds per module per forward+backward) from compute at two shapes of one model:
+    t = modules x overhead + FLOPs / rate (a tiny model on a CPU spends much of its step
+    dispatching ops, which no FLOP rate measured at one shape carries to another). Without a
+    second shape, or a fit that makes no sense (rate or overhead <= 0): the one shape's rate, no
+    overhead."""
+    s = comp.get("small")
+    if not s:
+        return comp["flops_per_s"], 0.0
+    d_flops, d_t = comp["flops"] - s["flops"], comp["fwd_bwd_s"] - s["fwd_bwd_s"]
+    if d_flops <= 0 or d_t <= 0:
+        return comp["flops_per_s"], 0.0
+    rate = d_flops / d_t
+    overhead = (comp["fwd_bwd_s"] - comp["flops"] / rate) / comp["modules"]
+    return (rate, overhead) if overhead > 0 else (comp["flops_per_s"], 0.0)
+
+
+def _compute(comp: dict) -> dict:
+    rate, overhead = compute_terms(comp)
+    return {"flops_per_s": {comp["dtype"]: rate}, "module_overhead_s": overhead}
+
+
+def _gemm(result: dict) -> dict:
+    """GEMM FLOP/s by width and tensor-parallel degree (bench/calibrate/gemm.py), when measured."""
+    g = result.get("gemm")
+    return {"gemm_flops_per_s": dict(g), "gemm_dtype": result["compute"]["dtype"]} if g else {}
+
+
+def _quality(result: dict) -> dict:
+    """[calibration]: load, each term's measured range and the warnings (bench/calibrate/quality.py)."""
+    return {"calibration": result["quality"]} if result.get("quality") else {}
 
 
 def _measured_parts(result: dict) -> str:
@@ -150,5 +189,7 @@ def _overlap_value(result: dict):
 def _overlap_source(where: str, o: dict | None) -> str:
     if not o:
         return "not measured (no send_recv in --ops): no overlap assumed"
-    return (f"{where}: a {o['size']} B ring hop alone {o['comm_s'] * 1e3:.1f} ms, a matmul chain alone "
-            f"{o['compute_s'] * 1e3:.1f} ms, the hop under the chain {o['both_s'] * 1e3:.1f} ms")
+    return (f"{where}: 1 - the CPU share of a {o['size']} B ring hop (process CPU time / wall time, "
+            f"stretched by ranks per core), median of {len(o['fractions'])}: {o['fractions']}; the timing "
+            f"probe (hop {o['comm_s'] * 1e3:.1f} ms, matmul chain {o['compute_s'] * 1e3:.1f} ms, hop under the "
+            f"chain {o['both_s'] * 1e3:.1f} ms) gave {o['probe_fractions']}: reported, not used")

@@ -10,6 +10,12 @@ Schema (all optional but `name`; see bench/cost/profiles/h100-ib.toml):
   alpha_s_op {op: s} and busbw_GBps {op: GB/s} (measured, win); a calibrated level may also hold
   time_s_op {op: [[size, s], ...]} measured with `ranks` ranks, which wins for groups of that size;
   [link.span]: a calibrated node-spanning group's table (`ranks`, `per_node`), bench/cost/tiers.py
+- [compute] module_overhead_s: seconds per model module per forward+backward (measured: the
+  dispatch cost a FLOP rate does not carry between shapes; 0 on datasheets)
+- [compute] gemm_flops_per_s {'w<C>_tp<n>': FLOP/s} in gemm_dtype: a block's linears at width C
+  split n ways (measured; prices tensor-parallel GEMMs, bench/cost/model.py)
+- [calibration] (calibrated only): load average, each term's measured range [min, max] / median,
+  warnings (bench/calibrate/quality.py); bench/cost/interval.py turns it into predicted intervals
 - [overlap] ring: the fraction (0..1; true = 1) of ring attention's K/V hops that hides under the
   block's attention (a calibration measures it: bench/calibrate/collectives.py bench_overlap)
 - [sources] {"dotted.key": "where the number comes from"}
@@ -76,6 +82,10 @@ class Profile:
     span: Link = field(default_factory=Link)    # measured node-spanning groups only (no table: unused)
     nics_per_node: int = 0        # inter-node links per node; 0 = one per GPU (bench/cost/tiers.py)
     ring_overlap: float = 0.0     # fraction of the ring's hops hidden under its attention
+    module_overhead_s: float = 0.0   # per module per forward+backward (calibrated: profile.compute_terms)
+    gemm_flops_per_s: dict = field(default_factory=dict)   # {'w<C>_tp<n>': FLOP/s} (calibrate/gemm.py)
+    gemm_dtype: str = ""
+    calibration: dict = field(default_factory=dict)        # measured ranges, load, warnings (calibrate/quality.py)
     kind: str = "datasheet"
     sources: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict, compare=False, repr=False)
@@ -87,6 +97,14 @@ class Profile:
         if dtype not in self.peak_flops:
             raise KeyError(f"profile {self.name!r} has no compute rate for dtype {dtype!r}")
         return float(self.peak_flops[dtype]) * self.efficiency
+
+    def gemm_rate(self, width: int, degree: int, dtype: str) -> float | None:
+        """Measured forward+backward GEMM FLOP/s of a block's linears at hidden width `width` split
+        `degree` ways, or None where it was not measured (that width, degree or dtype)."""
+        if dtype != self.gemm_dtype:
+            return None
+        v = self.gemm_flops_per_s.get(f"w{width}_tp{degree}")
+        return float(v) if v else None
 
     def optimizer_rate(self) -> float:
         return self.optimizer_Bps or self.hbm_Bps * HBM_EFFICIENCY
@@ -122,6 +140,9 @@ def from_dict(d: dict) -> Profile:
         intra=intra, inter=_link(links.get("inter", links.get("intra", {}))), span=_link(links.get("span", {})),
         nics_per_node=int(dev.get("nics_per_node", 0)),
         ring_overlap=_fraction(d.get("overlap", {}).get("ring", False)), kind=d.get("kind", "datasheet"),
+        module_overhead_s=float(comp.get("module_overhead_s", 0.0)),
+        gemm_flops_per_s=dict(comp.get("gemm_flops_per_s", {})), gemm_dtype=comp.get("gemm_dtype", ""),
+        calibration=dict(d.get("calibration", {})),
         sources=dict(d.get("sources", {})), raw=d)
 
 

@@ -7,6 +7,8 @@
   sample mode repeats the forward plan per denoising step, as the worker's formula does.
 - compute: analytic FLOPs (models/params.py; train = 3x forward, 4x with checkpointing) of this
   rank's 1/sp of the micro-batch, at the profile's achievable FLOP/s for the dtype.
+- dispatch (calibrated profiles): module_overhead_s x the model's modules per forward+backward,
+  per rank whatever its shard (a small model on a CPU spends much of a step dispatching ops).
 - optimizer (train): AdamW is a memory-bound pass over this rank's optimizer share
   (OPT_BYTES per parameter at the profile's optimizer rate).
 - overlap: none, except ring attention's K/V hops under its own attention, by the profile's
@@ -16,6 +18,7 @@
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from dspbench.records.config import RunConfig, flops_factors
@@ -67,6 +70,30 @@ def _attn_core_flops(mcfg, shape: Shape, shard: str) -> float:
     return mcfg.depth * sum(4 * shape.batch * shape.tokens * L * mcfg.hidden for L in lengths)
 
 
+@functools.lru_cache(maxsize=None)
+def module_count(model: str) -> int:
+    """Modules of the unparallelized model (built on the meta device: no memory, any size)."""
+    import torch
+    from dspbench.models import build_model
+    with torch.device("meta"):
+        return sum(1 for _ in build_model(get_config(model)).modules())
+
+
+def narrow_gemm_s(spec, mcfg, shape: Shape, sp: int, factor: int, profile: Profile, dtype: str) -> float:
+    """Extra seconds of the linears whose weights the method shards (MethodSpec.sharded_params):
+    their FLOPs run as GEMMs of width C/sp, at the measured rate(C, sp) instead of rate(C, 1)
+    (bench/calibrate/gemm.py). Relative, so the model-level FLOP/s keeps pricing the full-width
+    share: extra = flops / rate x (rate(C, 1) / rate(C, sp) - 1). No measured rate (datasheet
+    profiles, an uncalibrated width or dtype): no term. Every sharded weight is counted at the
+    full token count (the cross-attention kv, applied to text tokens, is overstated by that)."""
+    sharded = spec.sharded_params(mcfg)
+    full, narrow = profile.gemm_rate(mcfg.hidden, 1, dtype), profile.gemm_rate(mcfg.hidden, sp, dtype)
+    if not sharded or sp == 1 or not full or not narrow:
+        return 0.0
+    flops = 2 * shape.batch * shape.tokens * sharded / sp * factor
+    return flops / profile.flops(dtype) * (full / narrow - 1)
+
+
 def predict(cfg: RunConfig, profile: Profile) -> Prediction:
     zero = cfg.zero
     sp = int(cfg.sp)
@@ -86,6 +113,10 @@ def predict(cfg: RunConfig, profile: Profile) -> Prediction:
     rate = profile.flops(cfg.dtype)
     factor = flops_factor(cfg)
     compute = flops_per_sample(mcfg, Shape(1, cfg.frames, cfg.spatial)) * cfg.batch * factor / sp / rate
+    compute += narrow_gemm_s(spec, mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial), sp, factor, profile, cfg.dtype)
+    if profile.module_overhead_s:   # every rank runs every module, whatever its shard: factor 3 = fwd+bwd
+        # (CFG's batched second call is counted as a call of its own: an overstatement of dispatch)
+        compute += profile.module_overhead_s * module_count(cfg.model) * factor / 3
     mem = memory(spec, mcfg, shape, sp, dims.dp, cfg.dtype, cfg.mode, plan, zero)
     state_bytes = opt_state_bytes(cfg.dtype, zero)        # per parameter (cost_memory.static_bytes)
     optimizer = mem["optimizer"] / state_bytes * OPT_BYTES[cfg.dtype] / profile.optimizer_rate()

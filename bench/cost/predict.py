@@ -3,7 +3,9 @@
 The record has every field a `dspbench run` record has (bench/run/harness.py build_record, the
 worker's metrics), status `predicted` (or `oom` / `unsupported` with a reason), plus
 predicted_comm_time_s, predicted_compute_time_s, predicted_optimizer_time_s,
-predicted_peak_mem_bytes, predicted_mem (bytes by part), hardware_profile and zero_stage.
+predicted_peak_mem_bytes, predicted_mem (bytes by part), hardware_profile and zero_stage, and the
+interval fields (INTERVAL_FIELDS: step_time_low_s/high_s from a calibrated profile's spread;
+ratio_to_dsp with its low/high: this method's step / DSP's at the same configuration).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from dspbench.records.build import Outcome, build_record, unsupported_reason
 from dspbench.records.config import RunConfig, flops_factors
 from dspbench.cost.model import predict
 from dspbench.cost.hardware import Profile, available_profiles, load_profile
+from dspbench.cost.interval import ratio_interval, step_interval
 from dspbench.methods.ledger import untag
 from dspbench.models import Shape, get_config
 from dspbench.models.params import flops_per_sample
@@ -45,7 +48,7 @@ def predicted_record(cfg: RunConfig, profile: Profile) -> dict:
              "peak_mem_bytes_per_rank": None, "comm_tagged": None, "comm_time_s": None,
              "comm_formula_match": None, "comm_symmetric": None, "flops_per_step": None,
              "mem_base_bytes_per_rank": None, "peak_mem_reset": None, "mem_run_bytes": None, "mem_model": None,
-             "placement": None}
+             "placement": None, **dict.fromkeys(INTERVAL_FIELDS)}
     if reason:
         rec = build_record(cfg if cfg.sp != "auto" else _sp1(cfg), Outcome("unsupported", reason), "predicted")
         return {**rec, **extra, "sp": cfg.sp if cfg.sp != "auto" else None, "environ": _environ(device_label(profile))}
@@ -63,6 +66,7 @@ def predicted_record(cfg: RunConfig, profile: Profile) -> dict:
     if p.fits:
         rec.update(_throughput(cfg, p.step_s, profile))
         rec["peak_mem_bytes"] = p.mem["peak"]
+        rec.update(intervals(cfg, profile))
     return rec
 
 
@@ -72,6 +76,29 @@ def _placement(cfg: RunConfig, profile: Profile) -> dict:
     from dspbench.methods.dims import Dims
     g = profile.gpus_per_node
     return Dims(sp=int(cfg.sp), dp=cfg.gpus // int(cfg.sp)).placement([f"node{r // g}" for r in range(cfg.gpus)])
+
+
+INTERVAL_FIELDS = ("step_time_low_s", "step_time_high_s", "ratio_to_dsp", "ratio_to_dsp_low", "ratio_to_dsp_high")
+
+
+def intervals(cfg: RunConfig, profile: Profile) -> dict:
+    """Step time's interval from the calibration's measured spread (bench/cost/interval.py; None on a
+    datasheet profile), and this step / DSP's at the same configuration with its interval."""
+    step = lambda prof: predict(cfg, prof).step_s
+    iv = step_interval(step, profile)
+    out = dict.fromkeys(INTERVAL_FIELDS)
+    if iv:
+        out["step_time_low_s"], out["step_time_high_s"] = iv
+    from dataclasses import replace
+    dsp = replace(cfg, method="dsp") if cfg.method != "dsp" else None
+    if dsp is None or unsupported_reason(_sp1(dsp, dsp.sp, "env")):
+        return out
+    dsp_step = lambda prof: predict(dsp, prof).step_s
+    out["ratio_to_dsp"] = step(profile) / dsp_step(profile)
+    r = ratio_interval(step, dsp_step, profile)
+    if r:
+        out["ratio_to_dsp_low"], out["ratio_to_dsp_high"] = r
+    return out
 
 
 def _sp1(cfg: RunConfig, sp=1, launcher=None) -> RunConfig:
@@ -102,12 +129,13 @@ def cmd_predict(args) -> int:
     rec = predicted_record(config_from_args(args), load_profile(args.hardware))
     path = Path(args.records_file) if args.records_file else default_records_file(args.out)
     append_record(path, rec)
-    if args.json:
+    if args.json:   # stdout is exactly one JSON document (json.load works); the RESULT line goes to stderr
         print(json.dumps(rec, sort_keys=True, default=str))
+        print(result_line(rec), file=sys.stderr)
     else:
         print(summary(rec))
         print(f"record appended to {path}", file=sys.stderr)
-    print(result_line(rec))
+        print(result_line(rec))
     return {"predicted": 0, "unsupported": 3}.get(rec["status"], 1)
 
 

@@ -1,0 +1,82 @@
+"""Prediction intervals from a calibrated profile's measured spread (bench/calibrate/quality.py).
+
+A calibration repeats every measurement and stores, per term, the measured range relative to the
+median the profile uses: compute [min, max] / median of the step time, each collective op's
+[min, max] / median per size (each calibration-table point moves by its own; alpha-beta, used
+for other group sizes, by the op's worst), and the ring-overlap probe's fractions. Each term is
+one knob of the model; an interval is the prediction at the knobs' ends:
+- step time: every time at its low end (overlap at its highest) and every time at its high end
+  (step time rises with every time and falls with overlap, so these two corners bound it);
+- baseline/DSP ratio: the two steps are measured in separate launches whose noise is independent
+  (what the calibration's repeats measured is launch-to-launch and call-to-call noise), so the
+  interval is [base low / DSP high, base high / DSP low].
+A datasheet profile has no measured spread: no interval (None), the point alone.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dspbench.cost.hardware import GB, Link, Profile
+
+
+def knobs(profile: Profile) -> dict[str, tuple[float, float]]:
+    """{knob: (low, high)}: 'compute' and 'op:<op>' are time factors (an op's worst size), 'overlap'
+    a fraction."""
+    cal = profile.calibration
+    if not cal:
+        return {}
+    out = {"compute": tuple(cal.get("compute_range", (1.0, 1.0)))}
+    out.update({f"op:{op}": tuple(r) for op, r in cal.get("link_range", {}).items()})
+    fr = cal.get("overlap_fractions") or []
+    if fr and profile.ring_overlap:
+        out["overlap"] = (min(fr), max(fr))
+    return out
+
+
+def _scaled_link(link: Link, ends: dict[str, int], worst: dict, by_size: dict) -> Link:
+    """The link with each op's times at one end (0: low, 1: high) of their measured range: each
+    table point by its own size's range, alpha and bandwidth (other group sizes) by the worst."""
+    def point(op, size, t):
+        if op not in ends:
+            return t
+        rng = {s: (lo, hi) for s, lo, hi in by_size.get(op, ())}.get(size, worst[op])
+        return t * rng[ends[op]]
+    f = {op: worst[op][e] for op, e in ends.items()}
+    return replace(link,
+                   time_s_op={op: [[s, point(op, s, t)] for s, t in pts] for op, pts in link.time_s_op.items()},
+                   alpha_s_op={**link.alpha_s_op, **{op: link.alpha(op) * x for op, x in f.items()}},
+                   busbw_GBps={**link.busbw_GBps, **{op: link.busbw(op) / GB / x for op, x in f.items()}})
+
+
+def at(profile: Profile, ends: dict[str, int]) -> Profile:
+    """The profile with each knob at one end of its range (0: low, 1: high; time factors divide rates)."""
+    k = knobs(profile)
+    c = k["compute"][ends["compute"]] if "compute" in ends else 1.0
+    worst = {n[3:]: r for n, r in k.items() if n.startswith("op:")}
+    ops = {n[3:]: e for n, e in ends.items() if n.startswith("op:")}
+    by_size = profile.calibration.get("link_range_by_size", {})
+    return replace(profile, flops_per_s={d: v / c for d, v in profile.flops_per_s.items()},
+                   module_overhead_s=profile.module_overhead_s * c,
+                   peak_flops={d: v / c for d, v in profile.peak_flops.items()},
+                   intra=_scaled_link(profile.intra, ops, worst, by_size),
+                   inter=_scaled_link(profile.inter, ops, worst, by_size),
+                   ring_overlap=k["overlap"][ends["overlap"]] if "overlap" in ends else profile.ring_overlap)
+
+
+def step_interval(step_fn, profile: Profile) -> tuple[float, float] | None:
+    """(low, high) of step_fn(profile) over the measured ranges, or None without them."""
+    k = knobs(profile)
+    if not k:
+        return None
+    low = {n: int(n == "overlap") for n in k}        # every time low, the overlap high
+    high = {n: int(n != "overlap") for n in k}
+    return step_fn(at(profile, low)), step_fn(at(profile, high))
+
+
+def ratio_interval(base_fn, dsp_fn, profile: Profile) -> tuple[float, float] | None:
+    """(low, high) of base_fn/dsp_fn: the two are measured in separate launches, whose noise is
+    independent, so each end pairs one method's low step with the other's high one."""
+    b, d = step_interval(base_fn, profile), step_interval(dsp_fn, profile)
+    if b is None or d is None:
+        return None
+    return b[0] / d[1], b[1] / d[0]
