@@ -1,5 +1,5 @@
 """`dspbench emulate --protocol holdout`: calibrate once, then predict and measure a grid the
-calibration never touched (issue 13).
+calibration never touched.
 
 Per link rate, on its own emulated cluster (bench/calibrate/netns.py):
 1. calibrate once: collectives at nccl-tests sizes (4 KiB-4 MiB, not the methods' own sizes), the
