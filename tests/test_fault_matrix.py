@@ -27,24 +27,15 @@ import pytest
 from dspbench.slurm.execute import prepare, run_plan
 from dspbench.slurm.journal import read_journal
 from dspbench.slurm.results import record_counts, status_report
+from helpers import tiny_sweep
 from test_slurm_cluster import partition  # noqa: F401
 from test_sweep_slurm import wait_gone
 
-HEAD = """
-[sweep]
-name = "{name}"
-cluster = "local"
-configs_per_job = 1
-[fixed]
-model = "stdit-tiny"
-frames = 4
-spatial = 16
-warmup = 0
-iters = 1
-timeout_s = 60
-[cluster]
-partition = "{partition}"
-"""
+
+def head(name: str, partition: str) -> str:
+    return tiny_sweep(name, configs_per_job=1) + f'[cluster]\npartition = "{partition}"\n'
+
+
 # Two allocation shapes, so two job arrays: a kill between them leaves one submitted, one not.
 GRID = '[[grid]]\nmethod = ["single"]\ngpus = [1]\nseed = [0, 1]\n\n[[grid]]\nmethod = ["dsp"]\ngpus = [2]\nsp = [2]\n'
 
@@ -52,7 +43,7 @@ GRID = '[[grid]]\nmethod = ["single"]\ngpus = [1]\nseed = [0, 1]\n\n[[grid]]\nme
 def spec(tmp_path: Path, partition: str) -> tuple[Path, Path]:
     name = f"fm-{uuid.uuid4().hex[:8]}"          # the SLURM job name: unique on a shared cluster
     path = tmp_path / f"{name}.toml"
-    path.write_text(textwrap.dedent(HEAD.format(name=name, partition=partition) + GRID))
+    path.write_text(textwrap.dedent(head(name, partition) + GRID))
     return path, tmp_path / "results"
 
 
@@ -138,7 +129,7 @@ def test_two_slurm_sweeps_at_once_submit_each_configuration_once(tmp_path, parti
 
 def test_kill_9_of_a_local_sweep_mid_configuration_then_resume_runs_each_once(tmp_path):
     path = tmp_path / "local.toml"
-    path.write_text(textwrap.dedent(HEAD.format(name="local", partition="debug")
+    path.write_text(textwrap.dedent(head("local", "debug")
                                     + '[[grid]]\nmethod = ["single"]\ninject_fault = ["slow@0"]\nseed = [0, 1]\n'))
     root = tmp_path / "results"
     cmd = SWEEP + [str(path), "--results", str(root)]
@@ -157,7 +148,7 @@ def test_a_torn_records_tail_reruns_that_configuration_once_and_is_reported(tmp_
     """The writer of the last record was killed mid-line (simulated: the file cut inside it). A resume
     reruns that configuration, once; the torn line is reported file:line as a data problem."""
     path = tmp_path / "torn.toml"
-    path.write_text(textwrap.dedent(HEAD.format(name="torn", partition="debug")
+    path.write_text(textwrap.dedent(head("torn", "debug")
                                     + '[[grid]]\nmethod = ["single"]\nseed = [0, 1]\n'))
     root = tmp_path / "results"
     cmd = SWEEP + [str(path), "--results", str(root)]

@@ -8,24 +8,14 @@ import time
 
 import pytest
 
+from helpers import tiny_sweep
 from dspbench.cli import main
 from dspbench.records.io import append_record, read_dir
 from dspbench.slurm.journal import read_journal, write_intent, write_submitted
 from dspbench.slurm.lock import results_lock
 from dspbench.slurm.results import record_counts, status_report
 
-HEAD = """
-[sweep]
-name = "once"
-cluster = "local"
-[fixed]
-model = "stdit-tiny"
-frames = 4
-spatial = 16
-warmup = 0
-iters = 1
-timeout_s = 60
-"""
+HEAD = tiny_sweep("once")
 ONE = HEAD + '[[grid]]\nmethod = ["single"]\ngpus = [1]\nseed = [0, 1]\n'
 
 

@@ -1,24 +1,13 @@
 """Sweeps that run on this machine: the local executor (resume, --retry-failed, status) and the debug
 executor, which runs the SLURM job code in-process (one subprocess per rank, fallback records)."""
 import json
-from helpers import write_spec
+from helpers import tiny_sweep, write_spec
 
 from dspbench.cli import main
 from dspbench.records.io import read_dir
 from dspbench.slurm import job as sweep_job
 
-HEAD = """
-[sweep]
-name = "tiny"
-cluster = "local"
-[fixed]
-model = "stdit-tiny"
-frames = 4
-spatial = 16
-warmup = 0
-iters = 1
-timeout_s = 60
-"""
+HEAD = tiny_sweep()
 # Two configurations to run and one unsupported point (3 ranks: heads 4 % 3). The first fails on rank 1
 # until the fault is removed (inject_fault is not part of the run_id: the fixed spec reruns that point).
 TWO = HEAD + """

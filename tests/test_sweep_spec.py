@@ -5,7 +5,7 @@ from dataclasses import replace
 import re
 
 import pytest
-from helpers import write_spec
+from helpers import tiny_sweep, write_spec
 
 from dspbench.cli import main
 from dspbench.records.args import add_run_args, config_from_args
@@ -14,18 +14,7 @@ from dspbench.slurm.job import SweepJob, Task, rank_command
 from dspbench.slurm.plan import expand, make_plan
 from dspbench.slurm.spec import SpecError, load_sweep
 
-TINY = """
-[sweep]
-name = "tiny"
-cluster = "local"
-[fixed]
-model = "stdit-tiny"
-frames = 4
-spatial = 16
-warmup = 0
-iters = 1
-timeout_s = 60
-"""
+TINY = tiny_sweep()
 
 
 # ---------------------------------------------------------------- strict validation
