@@ -169,11 +169,8 @@ def verdict(rows: list[dict], tol: float = 0.15) -> str:
 
 
 def cmd_emulate(args) -> int:
-    from dspbench.calibrate.netns import netns_unavailable
-    reason = "--no-netns given (simulated: no network namespaces)" if args.no_netns else netns_unavailable()
-    if reason:
-        print(f"dspbench emulate: cannot build the emulated cluster here: {reason}. "
-              "Nothing was set up; exiting.", file=sys.stderr)
+    from dspbench.calibrate.netns import says_cannot_emulate
+    if says_cannot_emulate(args.no_netns):
         return 0
     if args.check_only:
         print("dspbench emulate: network namespaces, veth and tc are available")

@@ -115,11 +115,8 @@ def _pred_fields(pred: dict) -> dict:
 
 
 def cmd_holdout(args) -> int:
-    from dspbench.calibrate.netns import netns_unavailable
-    reason = "--no-netns given (simulated: no network namespaces)" if args.no_netns else netns_unavailable()
-    if reason:
-        print(f"dspbench emulate: cannot build the emulated cluster here: {reason}. "
-              "Nothing was set up; exiting.", file=sys.stderr)
+    from dspbench.calibrate.netns import says_cannot_emulate
+    if says_cannot_emulate(args.no_netns):
         return 0
     args.methods = args.methods or ",".join(METHODS)
     grid = GRIDS[args.grid]
