@@ -31,7 +31,7 @@ def test_quality_warns_on_load_spread_and_recheck_and_refuses_when_meaningless()
     assert q["warnings"] == [] and q["worst_spread"] == 0.0 and quality.meaningless(q) is None
     assert q["compute_range"] == [1.0, 1.0] and q["link_range"] == {"all_to_all": [1.0, 1.0]}
     busy = {"loadavg_1m": 9.0, "loadavg_5m": 9.0, "cores": 2}
-    q = quality.assess(_result(compute=(1.0, 1.1, 1.3), recheck=2.0, a2a=(1.0, 2.0, 4.0)), idle, busy)
+    q = quality.assess(_result(compute=(1.0, 1.1, 1.3), recheck=2.0, a2a=(1.0, 2.0, 4.0)), busy, idle)
     text = " | ".join(q["warnings"])
     assert "machine loaded: load average 9.0 on 2 cores" in text
     assert "all_to_all: repeated measurements' interquartile range 75%" in text and "compute re-checked" in text
@@ -173,3 +173,20 @@ def test_dispatch_overhead_is_per_module_and_the_same_for_every_method(tmp_path)
             extra = predicted_record(cfg, slow)["predicted_compute_time_s"] - predicted_record(cfg, prof)["predicted_compute_time_s"]
             assert extra == pytest.approx(1e-3 * module_count(model)), (model, m)
     assert module_count("stdit3-tiny") != module_count("axial3d-tiny")
+
+
+def test_a_collectives_spread_weighs_each_size_by_its_time():
+    """Millisecond jitter of a 4 KiB call (200% of itself) is small against a 1 MiB call's 70 ms;
+    the same relative jitter at 1 MiB is not."""
+    small = {"op": "all_reduce", "size": 4096, "times_s": [0.001, 0.003, 0.001, 0.003, 0.002]}
+    steady = {"op": "all_reduce", "size": 1 << 20, "times_s": [0.070, 0.071, 0.070, 0.069, 0.070]}
+    assert quality.spread(small["times_s"]) == pytest.approx(1.0)
+    assert quality.ladder_spreads([small, steady])["all_reduce"] < 0.05
+    noisy = {**steady, "times_s": [0.035, 0.105, 0.035, 0.105, 0.070]}
+    assert quality.ladder_spreads([small, noisy])["all_reduce"] > 0.9
+    idle = {"loadavg_1m": 0.5, "loadavg_5m": 0.5, "cores": 2}
+    res = {"compute": {"fwd_bwd_s": 1.0, "fwd_bwd_times_s": [1.0, 1.0], "recheck_s": 1.0}, "overlap": None,
+           "collectives": [small, steady]}
+    q = quality.assess(res, idle, idle)
+    assert quality.meaningless(q) is None and q["warnings"] == []
+    assert q["link_range_by_size"]["all_reduce"][0] == [4096, 0.5, 1.5]     # the per-size range is kept

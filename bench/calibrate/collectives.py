@@ -1,8 +1,9 @@
 """Rank-side calibration: collective micro-benchmarks (nccl-tests style) and a compute benchmark.
 
 Every rank runs `calibrate_rank` inside an initialised world; rank 0 returns the measurements.
-Per size: warm-up, then `iters` timed calls, each after a barrier, each the slowest rank's time
-(an all-reduce of max), median over iterations. Sizes are nccl-tests sizes (methods/ledger.py):
+Per size: warm-up, then `iters` samples, each a barrier and k back-to-back calls (k makes a
+sample last about 20 ms: bench/calibrate/timing.py loop_samples, as nccl-tests times a loop), the
+slowest rank's time / k (an all-reduce of max); the profile takes the median sample. Sizes are nccl-tests sizes (methods/ledger.py):
 the all-to-all / all-reduce input, the all-gather output, the reduce-scatter input, the bytes a
 p2p hop sends. algbw = size / t, busbw = wire bytes / t = algbw * BUS_FACTOR(n).
 """
@@ -16,7 +17,7 @@ import time
 import torch
 
 from dspbench.methods import comm, comm_raw
-from dspbench.calibrate.timing import samples, timed
+from dspbench.calibrate.timing import loop_samples, samples, timed
 from dspbench.methods.ledger import BUS_FACTOR, wire_bytes
 
 
@@ -50,10 +51,11 @@ def bench_collectives(ops, sizes, iters: int, warmup: int, device) -> list[dict]
         for size in sizes:
             el, fn = _collective(op, size, n, device)
             payload = el * 4
-            times = samples(fn, iters, warmup)
+            times, k = loop_samples(fn, iters, warmup)
             t = statistics.median(times)
             wire = wire_bytes(op, payload, n)
             rows.append({"op": op, "size": payload, "count": el, "ranks": n, "time_s": t, "times_s": times,
+                         "calls_per_sample": k,
                          "algbw_GBps": payload / t / 1e9, "busbw_GBps": payload * BUS_FACTOR[op](n) / t / 1e9,
                          "wire_bytes": wire})
     return rows
@@ -89,10 +91,10 @@ def bench_tiers(ops, sizes, iters: int, warmup: int, device, per_node: int) -> l
         for op in ops:
             for size in sizes:
                 el, fn = _collective(op, size, n, device, mine[1]) if mine else (max(n, size // 4 // n * n), None)
-                times = samples(fn or (lambda: None), iters, warmup)
+                times, k = loop_samples(fn or (lambda: None), iters, warmup)
                 t = statistics.median(times)
                 payload = el * 4
-                rows.append({"tier": tier, "op": op, "size": payload, "count": el, "ranks": n,
+                rows.append({"tier": tier, "op": op, "size": payload, "count": el, "ranks": n, "calls_per_sample": k,
                              "per_node": min(n, per_node) if tier != "inter" else 1, "time_s": t, "times_s": times,
                              "algbw_GBps": payload / t / 1e9, "busbw_GBps": payload * BUS_FACTOR[op](n) / t / 1e9,
                              "wire_bytes": wire_bytes(op, payload, n)})

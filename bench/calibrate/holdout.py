@@ -52,9 +52,9 @@ def calibrate_once(cluster, grid: dict, out: Path, force: bool) -> Path:
 
 
 def grid_points(grid: dict, ranks: int, methods) -> list[RunConfig]:
-    """Every (model, shape, method) of the grid, SP over all ranks, fp32 training, warm-up 1 + 3 steps."""
+    """Every (model, shape, method) of the grid, SP over all ranks, fp32 training, warm-up 2 + 5 steps (a median of 5 resists one slow step)."""
     return [RunConfig(method=m, model=model, frames=T, spatial=S, gpus=ranks, sp=ranks, launcher="env",
-                      warmup=1, iters=3)
+                      warmup=2, iters=5)
             for model in grid["models"] for T, S in grid["shapes"] for m in methods]
 
 

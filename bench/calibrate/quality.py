@@ -6,7 +6,8 @@ profile stores the measured range relative to the median it uses, [min/median, m
 ([calibration] in the profile, per collective also per size; bench/cost/interval.py turns it into
 predicted intervals), and:
 - spread = relative interquartile range (q3 - q1) / median per measurement (robust to one
-  outlier, which the range, and so the interval, still carries); a term's spread is its worst size;
+  outlier, which the range, and so the interval, still carries); a collective's spread is that of
+  one call at every calibrated size (ladder_spreads: sizes weigh by their time, as in a step);
 - warnings: load average (1 min) above the cores (another job is computing: compute is what is
   left of the machine), a spread above WARN_SPREAD, compute re-check off by more than RECHECK_TOL;
 - refusal: a worst spread above MAX_SPREAD means an interval wider than +-MAX_SPREAD/2 on every
@@ -44,13 +45,30 @@ def spread(samples: list[float]) -> float:
     return (q3 - q1) / med
 
 
+def ladder_spreads(rows: list[dict]) -> dict[str, float]:
+    """Per op, the spread of one call at every calibrated size: sample i of the ladder is the sum
+    over sizes (and tiers) of each size's sample i. Each size weighs by its time, as in a step:
+    a 4 KiB call that takes 1 ms in one sample and 3 ms in the next (the scheduler, 4 ranks on 2
+    cores) is 200% of itself but a few ms of a ladder, and of a step, that takes hundreds. The
+    per-size ranges stay in the profile (link_range_by_size) and widen the intervals of
+    predictions made of small calls (bench/cost/interval.py)."""
+    ladders: dict[str, list[float]] = {}
+    for r in rows:
+        times = r["times_s"]
+        acc = ladders.setdefault(r["op"], [0.0] * len(times))
+        for i, t in enumerate(times[:len(acc)]):
+            acc[i] += t
+        del acc[len(times):]
+    return {op: spread(v) for op, v in ladders.items()}
+
+
 def assess(result: dict, before: dict, after: dict) -> dict:
     """The [calibration] table of a profile: load, ranges per term, worst spread, warnings."""
     comp = result["compute"]
     comp_times = comp["fwd_bwd_times_s"] + [comp["recheck_s"]]
-    link, by_size, link_spread = {}, {}, {}
+    link, by_size = {}, {}
+    link_spread = ladder_spreads(result["collectives"])
     for r in result["collectives"]:
-        link_spread[r["op"]] = max(link_spread.get(r["op"], 0.0), spread(r["times_s"]))
         lo, hi = rel_range(r["times_s"])
         old = link.get(r["op"], [1.0, 1.0])
         link[r["op"]] = [min(old[0], lo), max(old[1], hi)]
@@ -70,10 +88,11 @@ def assess(result: dict, before: dict, after: dict) -> dict:
 
 def warnings(q: dict, spreads: dict) -> list[str]:
     out = []
-    load_max = max(q["loadavg_1m"], q["loadavg_1m_after"])
-    if load_max > q["cores"]:
-        out.append(f"machine loaded: load average {load_max:.1f} on {q['cores']} cores (compute measured is "
-                   "what other jobs left; it will differ when they stop)")
+    # Before the ranks start only: afterwards the load average counts the calibration's own ranks
+    # (4 busy ranks on 2 cores read 2+ on an idle machine); a change during it shows in the re-check.
+    if q["loadavg_1m"] > q["cores"]:
+        out.append(f"machine loaded: load average {q['loadavg_1m']:.1f} on {q['cores']} cores before calibrating "
+                   "(compute measured is what other jobs left; it will differ when they stop)")
     for term, s in sorted(spreads.items()):
         if s > WARN_SPREAD:
             out.append(f"{term}: repeated measurements' interquartile range {s:.0%} of their median "

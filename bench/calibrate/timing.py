@@ -1,6 +1,7 @@
 """Timing of one calibration measurement: after a barrier, the slowest rank's time, per iteration."""
 from __future__ import annotations
 
+import math
 import statistics
 import time
 
@@ -15,8 +16,9 @@ def sync() -> None:
         torch.cuda.synchronize()
 
 
-def samples(fn, iters: int, warmup: int) -> list[float]:
-    """The slowest rank's time of fn(), once per iteration (the spread is the calibration's quality)."""
+def samples(fn, iters: int, warmup: int, per: int = 1) -> list[float]:
+    """The slowest rank's time of fn() / per, once per iteration (the spread is the calibration's
+    quality; `per`: calls fn makes, loop_samples)."""
     for _ in range(warmup):
         fn()
     times = []
@@ -27,8 +29,24 @@ def samples(fn, iters: int, warmup: int) -> list[float]:
         fn()
         sync()
         dt = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
-        times.append(float(comm.all_reduce_max_(dt, None)[0]))
+        times.append(float(comm.all_reduce_max_(dt, None)[0]) / per)
     return times
+
+
+LOOP_MIN_S = 0.02     # a looped sample lasts at least this long (one call of a small collective is ~1 ms of jitter)
+LOOP_MAX_CALLS = 64
+
+
+def loop_samples(fn, iters: int, warmup: int, min_s: float = LOOP_MIN_S,
+                 max_calls: int = LOOP_MAX_CALLS) -> tuple[list[float], int]:
+    """nccl-tests' timing: per sample, `k` back-to-back calls after one barrier, the slowest rank's
+    time / k; returns (samples, k). One call of a small collective on TCP varies by milliseconds
+    (0.5-8 ms for a 4 KiB all-reduce here, idle): a lone call per sample measures that jitter, and
+    its median misses what a step of many such calls pays, their mean. k makes each sample last
+    about `min_s` (from one timed call, the same k on every rank)."""
+    first = samples(fn, 1, warmup)[0]
+    k = max(1, min(max_calls, math.ceil(min_s / max(first, 1e-6))))
+    return samples(lambda: [fn() for _ in range(k)], iters, 0, per=k), k
 
 
 def timed(fn, iters: int, warmup: int) -> float:
