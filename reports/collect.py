@@ -24,13 +24,13 @@ from dspbench.reports.provenance import normalise
 NUMERIC = ("batch", "frames", "spatial", "hidden", "depth", "heads", "params", "world_size", "gpus",
            "sp", "dp", "sample_steps", "warmup", "iters", "seed", "repeat", "step_time_median_s",
            "step_time_p10_s", "step_time_p90_s", "samples_per_s", "tokens_per_s", "mfu",
-           "peak_mem_bytes", "comm_wire_bytes", "oracle_max_abs_err", "zero", "_line")
+           "peak_mem_bytes", "comm_wire_bytes", "oracle_max_abs_err", "zero", "mem_budget_mib", "_line")
 INTEGER = ("batch", "frames", "spatial", "hidden", "depth", "heads", "world_size", "gpus", "sp", "dp",
-           "sample_steps", "repeat", "zero")
+           "sample_steps", "repeat", "zero", "mem_budget_mib")
 OBJECT = ("method", "model", "mode", "dtype", "backend", "shard", "launcher", "status", "error",
           "grad_ckpt", "comm", "comm_tagged", "comm_time_s", "environ", "peak_mem_bytes_per_rank",
           "comm_formula_match", "recorded_at", "comm_formula", "oracle_errors", "source", "outcome",
-          "file", "step_times_s", "cfg")
+          "file", "step_times_s", "cfg", "sp_auto", "placement")
 
 
 def _rank(df: pd.DataFrame) -> pd.Series:
@@ -108,6 +108,8 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
     df["grad_ckpt"] = df["grad_ckpt"].fillna(False).astype(bool)
     df["cfg"] = df["cfg"].fillna(False).astype(bool)
     df["zero"] = df["zero"].fillna(0)
+    df["mem_budget_mib"] = df["mem_budget_mib"].fillna(0)       # records before the field: no budget
+    df["sp_auto"] = df["sp_auto"].fillna(False).astype(bool)
     # the harness stamps environ.recorded_at; a top-level recorded_at (if any) wins
     stamped = [e.get("recorded_at") if isinstance(e, dict) else None for e in df["environ"]]
     df["recorded_at"] = df["recorded_at"].fillna(pd.Series(stamped, index=df.index, dtype=object))

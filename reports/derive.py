@@ -6,7 +6,8 @@ Conventions (see docs/reports.md):
   every op (ledger.py), timed in a separate instrumented iteration, so the comm share of step time
   is an estimate without overlap;
 - comparisons pair rows on the full comparison key (COMPARE: model, mode, dtype, batch, T, S,
-  GPUs, SP, DP, checkpointing, ZeRO stage, CFG, sampling steps, backend, source, hardware) and
+  GPUs, SP, DP, checkpointing, ZeRO stage, CFG, sampling steps, backend, emulated memory budget,
+  source, hardware) and
   pick each method's best shard there: no ratio ever divides a measured number by a predicted
   one, or numbers from two machines, models or SP degrees.
 """
@@ -20,7 +21,7 @@ from dspbench.reports.style import METRIC_STATUSES
 
 # The comparison key: two rows are compared (DSP / X, paper vs ours, A vs B) only when all agree.
 COMPARE = ("model", "mode", "dtype", "batch", "frames", "spatial", "gpus", "sp", "dp", "grad_ckpt",
-           "zero", "cfg", "sample_steps", "backend", "source", "hardware")
+           "zero", "cfg", "sample_steps", "backend", "mem_budget_mib", "source", "hardware")
 CONFIG = COMPARE + ("method", "shard")
 GRAD_TAGS = ("grad_sync", "dp_grad_sync")     # ledger tags of gradient synchronisation
 

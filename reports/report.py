@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dspbench.reports import captions, derive, figures, figures_cost, headline, paper, render, render_html, sections, tables, tables_comm, tables_cost
+from dspbench.reports import captions, claims, derive, figures, figures_cost, headline, paper, render, render_html, sections, tables, tables_comm, tables_cost
 from dspbench.reports.collect import Sweep, load_sweep
 from dspbench.reports.commvol import volume_table
 from dspbench.reports.fmt import Table
@@ -82,7 +82,7 @@ def build_report(results_dir, out_dir=None, jobs: int | None = None) -> Path:
         figs = collect()                                   # always reap the figure workers
     blocks = _blocks(a, tabs[0], status, figs, compare)
     for b in blocks:
-        if b[0] == "table" and b[1].name.startswith("headline_"):
+        if b[0] == "table" and b[1].name.startswith(("headline_", "protocol_")):
             b[1].write(out / "tables")
     (out / "index.md").write_text(render.markdown(blocks, out))
     page = out / "index.html"
@@ -142,7 +142,7 @@ def _blocks(a: Analysis, env: Table, status: Table, figs: list, compare: list) -
     speed = next(f for f, spec in zip(figs, FIGURES) if spec[0] == "speedup")
     rest = [f for f, spec in zip(figs, FIGURES) if spec[0] != "speedup"]
     return [("h1", f"dspbench report: {s.name}"), *sections.banner(a.runs),
-            *headline.blocks(a, speed), ("toc",),
+            *headline.blocks(a, speed), *claims.blocks(a.runs), ("toc",),
             *sections.what_ran(a.runs, s, status),
             ("h2", "Caveats"), ("list", sections.caveats(a)),
             ("h2", "Hardware and software"), ("table", env),

@@ -29,7 +29,7 @@ from dspbench.records.config import RunConfig
 HERE = Path(__file__).resolve().parent
 SWEEPS, CLUSTERS = HERE / "sweeps", HERE / "clusters"
 # The executor decides how ranks start; repeats come from `[sweep] repeats`.
-NOT_SWEEPABLE = ("launcher", "repeat")
+NOT_SWEEPABLE = ("launcher", "repeat", "sp_auto")     # sp_auto: set by sp = "auto" itself
 
 
 class SpecError(ValueError):

@@ -128,7 +128,8 @@ def test_sp_auto_known_cases():
     reason = resolve_sp(big, prof)
     assert isinstance(reason, str) and "heads" in reason and "OOM" in reason
     tiny = RunConfig(method="dsp", gpus=2, sp="auto")
-    assert resolved(tiny, "h100-ib") == (replace(tiny, sp=1), None)
+    assert resolved(tiny, "h100-ib") == (replace(tiny, sp=1, sp_auto=True), None)
+    assert replace(tiny, sp=1, sp_auto=True).run_id() == replace(tiny, sp=1).run_id()   # the same measurement
     assert "--hardware" in resolved(tiny, None)[1]
 
 
@@ -154,7 +155,37 @@ def test_run_with_sp_auto_runs_at_the_smallest_degree_that_fits(tmp_path):
                  "--sp", "auto", "--hardware", str(tmp_path / "small.toml"), "--warmup", "0", "--iters", "1",
                  "--threads", "1", "--records-file", str(out)]) == 0
     rec = json.loads(out.read_text().splitlines()[-1])
-    assert rec["status"] == "ok" and (rec["sp"], rec["dp"]) == (2, 1)
+    assert rec["status"] == "ok" and (rec["sp"], rec["dp"]) == (2, 1) and rec["sp_auto"] is True
+
+
+def test_an_emulated_memory_budget_decides_sp_auto_and_fails_a_run_that_exceeds_it(tmp_path):
+    """`mem_budget_mib` replaces the device's memory in the model (sp = auto fits against it) and is
+    enforced on the measured peak: a run whose ranks add more is `oom`, with its measurements."""
+    from dspbench.records.build import Outcome
+    from dspbench.run.harness import over_budget
+    cfg = RunConfig(method="dsp", model="stdit-tiny", frames=64, spatial=256, gpus=4, sp="auto")
+    peak = {sp: predict(replace(cfg, sp=sp), load_profile("emulated-cpu")).mem["peak"] / 2**20 for sp in (1, 2, 4)}
+    budget = int((peak[2] + peak[4]) / 2)
+    assert resolve_sp(replace(cfg, mem_budget_mib=budget), "emulated-cpu") == 4
+    assert resolve_sp(replace(cfg, mem_budget_mib=int(peak[1]) + 1), "emulated-cpu") == 1
+    why = resolve_sp(replace(cfg, mem_budget_mib=int(peak[4]) - 1), "emulated-cpu")
+    assert f"the emulated budget of {int(peak[4]) - 1} MiB" in why and "sp=4: predicted OOM" in why
+    assert replace(cfg, sp=4, mem_budget_mib=budget).run_id() != replace(cfg, sp=4).run_id()
+    ok = Outcome("ok", None, {"mem_run_bytes": 50 * 2**20, "step_time_median_s": 1.0})
+    small = replace(cfg, sp=4, mem_budget_mib=40)
+    assert over_budget(replace(small, mem_budget_mib=0), ok) is ok and over_budget(replace(small, mem_budget_mib=64), ok) is ok
+    oom = over_budget(small, ok)
+    assert oom.status == "oom" and oom.metrics is ok.metrics
+    assert oom.error == "measured 50.0 MiB added per rank > the emulated budget of 40 MiB"
+    with pytest.raises(ValueError, match="mem_budget_mib must be >= 0"):
+        replace(small, mem_budget_mib=-1).validate()
+    from dspbench.cli import main        # a real run under a 1 MiB budget: measured, then oom
+    out = tmp_path / "r.jsonl"
+    assert main(["run", "--model", "stdit-tiny", "--frames", "4", "--spatial", "64", "--mem-budget-mib", "1",
+                 "--warmup", "0", "--iters", "1", "--threads", "1", "--records-file", str(out)]) != 0
+    rec = json.loads(out.read_text().splitlines()[-1])
+    assert rec["status"] == "oom" and rec["mem_budget_mib"] == 1 and rec["mem_run_bytes"] > 2**20
+    assert rec["error"].startswith("measured ") and rec["step_time_median_s"] > 0
 
 
 def test_predict_json_has_every_run_record_field(capsys, tmp_path):

@@ -29,8 +29,7 @@ def why_not(cfg: RunConfig, sp: int, profile: Profile) -> str | None:
         return reason
     pred = predict(replace(cfg, sp=sp), profile)
     if not pred.fits:
-        return (f"predicted OOM: {pred.mem['peak'] / 2**30:.1f} GiB per rank > "
-                f"{pred.usable_bytes / 2**30:.1f} GiB usable on {profile.name}")
+        return pred.oom_reason(cfg, profile.name)
     return None
 
 
@@ -56,4 +55,4 @@ def resolved(cfg: RunConfig, hardware: str | Profile | None) -> tuple[RunConfig,
     if not hardware:
         return cfg, "--sp auto needs --hardware PROFILE (the memory model decides the degree)"
     sp = resolve_sp(cfg, hardware)
-    return (replace(cfg, sp=sp), None) if isinstance(sp, int) else (cfg, sp)
+    return (replace(cfg, sp=sp, sp_auto=True), None) if isinstance(sp, int) else (cfg, sp)

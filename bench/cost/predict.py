@@ -54,8 +54,7 @@ def predicted_record(cfg: RunConfig, profile: Profile) -> dict:
         return {**rec, **extra, "sp": cfg.sp if cfg.sp != "auto" else None, "environ": _environ(device_label(profile))}
     p = predict(cfg, profile)
     status = "predicted" if p.fits else "oom"
-    error = None if p.fits else (f"predicted OOM: {p.mem['peak'] / 2**30:.1f} GiB per rank > "
-                                 f"{p.usable_bytes / 2**30:.1f} GiB usable on {profile.name}")
+    error = None if p.fits else p.oom_reason(cfg, profile.name)
     rec = build_record(cfg, Outcome(status, error), "predicted")
     rec.update(extra)
     rec.update({"environ": _environ(device_label(profile)), "predicted_comm_time_s": p.comm_total_s,

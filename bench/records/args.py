@@ -29,6 +29,9 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help="ZeRO stage (train): 0 replicated AdamW (ours), 1 | 2 DeepSpeed's ZeRO over the DP x SP mesh")
     g.add_argument("--a2a", choices=A2A_STYLES, default=d.a2a,
                    help="all-to-all style: single (one all_to_all_single) or list (tensor_split + list + cat, as VideoSys)")
+    g.add_argument("--mem-budget-mib", type=int, default=d.mem_budget_mib,
+                   help="emulated memory per rank, MiB (CPU clusters): --sp auto fits against it, and a run whose "
+                        "measured peak per rank adds more is `oom` (0: none)")
     g.add_argument("--warmup", type=int, default=d.warmup, help="untimed warm-up steps")
     g.add_argument("--iters", type=int, default=d.iters, help="timed steps")
     g.add_argument("--seed", type=int, default=d.seed)

@@ -17,7 +17,7 @@ ZERO_STAGES = (0, 1, 2)
 IDENTITY = ("method", "model", "frames", "spatial", "batch", "gpus", "sp", "mode", "dtype", "backend",
             "grad_ckpt", "shard", "sample_steps", "warmup", "iters", "seed", "repeat")
 # Later fields: in the run_id only when not at their default, so earlier run_ids stay valid.
-IDENTITY_IF_SET = {"a2a": "single", "zero": 0, "cfg": False}
+IDENTITY_IF_SET = {"a2a": "single", "zero": 0, "cfg": False, "mem_budget_mib": 0}
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,10 @@ class RunConfig:
     a2a: str = "single"         # all-to-all style: single (all_to_all_single) | list (the reference code's)
     zero: int = 0               # ZeRO stage (train): 0 ours (replicated AdamW), 1 | 2 DeepSpeed's engine
     cfg: bool = False           # sample mode: classifier-free guidance, cond + uncond as a batch of 2
+    mem_budget_mib: int = 0     # emulated device memory per rank (CPU clusters): 0 = the device's own;
+                                # > 0: sp = auto fits against it, and a run that adds more is `oom`
+    sp_auto: bool = False       # set when `sp = "auto"` chose sp (the memory model's minimum): records say
+                                # each method ran at its own minimum SP; not in the run_id
     timeout_s: float = 600.0    # whole run, local launcher: then status timeout
     threads: int = 0            # torch threads per rank (0: cores // ranks, at least 1)
     inject_fault: str = ""      # tests only: KIND@RANK with KIND in raise|hang|oom|exit|slow
@@ -77,6 +81,8 @@ class RunConfig:
             raise ValueError(f"zero must be one of {ZERO_STAGES}, got {self.zero!r}")
         if self.zero and self.mode != "train":
             raise ValueError(f"zero={self.zero} shards training state: it needs mode train, got {self.mode!r}")
+        if self.mem_budget_mib < 0:
+            raise ValueError(f"mem_budget_mib must be >= 0 (0: no emulated budget), got {self.mem_budget_mib}")
         if self.cfg and self.mode != "sample":
             raise ValueError(f"cfg (classifier-free guidance) is a sampling option: it needs mode sample, got {self.mode!r}")
         self.validate_names()

@@ -35,7 +35,18 @@ def run_config(cfg: RunConfig, records_file: str | os.PathLike | None = None, pr
             if outcome.status != "ok":
                 print(f"dspbench run: {outcome.status}: {outcome.error}", file=sys.stderr)
             return {}
-    rec = build_record(cfg, outcome)
+    rec = build_record(cfg, over_budget(cfg, outcome))
     if records_file is not None:
         append_record(records_file, rec)
     return rec
+
+
+def over_budget(cfg: RunConfig, outcome: Outcome) -> Outcome:
+    """An emulated memory budget (`--mem-budget-mib`) is enforced on what the run measured: a run
+    whose ranks added more than the budget (peak minus the process before the model) is `oom`, with
+    its measurements kept, as a device of that size would have failed it."""
+    used = (outcome.metrics or {}).get("mem_run_bytes")
+    if outcome.status != "ok" or not cfg.mem_budget_mib or used is None or used <= cfg.mem_budget_mib * 2**20:
+        return outcome
+    return Outcome("oom", f"measured {used / 2**20:.1f} MiB added per rank > the emulated budget of "
+                          f"{cfg.mem_budget_mib} MiB", outcome.metrics)
