@@ -158,10 +158,12 @@ def test_cli_json_and_result_line(tmp_path):
                           "--frames", "4", "--spatial", "16", "--iters", "1", "--warmup", "0", "--json",
                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    lines = out.stdout.strip().splitlines()
-    rec = json.loads(lines[0])
+    rec = json.loads(out.stdout)          # with --json, stdout is one JSON document
+    lines = out.stderr.strip().splitlines()
     assert rec["method"] == "ring" and lines[-1].startswith("<RESULT>") and lines[-1].endswith("</RESULT>")
     assert json.loads(lines[-1][len("<RESULT>"):-len("</RESULT>")]) == rec
+    from dspbench.calibrate.emulate import _result     # what the emulation drivers read back
+    assert _result(out.stdout) == rec
 
 
 def test_cli_unsupported_exit_code(tmp_path):

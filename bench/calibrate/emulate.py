@@ -50,9 +50,17 @@ def run_ranks(cluster, argv: list[str], timeout: float = 600) -> list[subprocess
 
 
 def _result(stdout: str) -> dict | None:
+    """The record `dspbench run` printed: its RESULT line, or with --json its one JSON document."""
     for line in stdout.splitlines():
         if line.startswith(RESULT_OPEN):
             return json.loads(line[len(RESULT_OPEN):-len(RESULT_CLOSE)])
+        if line.startswith("{"):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(rec, dict) and "run_id" in rec:
+                return rec
     return None
 
 

@@ -111,7 +111,11 @@ class Profile:
 
     @property
     def usable_bytes(self) -> float:
-        return self.memory_bytes * self.usable_memory_fraction - self.reserved_bytes
+        return self.usable_bytes_of(self.memory_bytes)
+
+    def usable_bytes_of(self, memory_bytes: float) -> float:
+        """What a model may use of a device with this much memory (an emulated budget, or the device's)."""
+        return memory_bytes * self.usable_memory_fraction - self.reserved_bytes
 
 
 def available_profiles() -> list[str]:

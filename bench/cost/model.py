@@ -59,8 +59,8 @@ class Prediction:
     def oom_reason(self, cfg: RunConfig, profile_name: str) -> str:
         """Why it does not fit, against the emulated budget or the device's usable memory."""
         if cfg.mem_budget_mib:
-            return (f"predicted OOM: {self.mem['peak'] / 2**20:.1f} MiB per rank > the emulated budget of "
-                    f"{cfg.mem_budget_mib} MiB")
+            return (f"predicted OOM: {self.mem['peak'] / 2**20:.1f} MiB per rank > {self.usable_bytes / 2**20:.1f} "
+                    f"MiB usable of the emulated budget of {cfg.mem_budget_mib} MiB")
         return (f"predicted OOM: {self.mem['peak'] / 2**30:.1f} GiB per rank > "
                 f"{self.usable_bytes / 2**30:.1f} GiB usable on {profile_name}")
 
@@ -135,6 +135,7 @@ def predict(cfg: RunConfig, profile: Profile) -> Prediction:
         # per sample, as `compute`: factor already counts CFG's second call (shape's batch would count it twice)
         per_call = Shape(cfg.batch, cfg.frames, cfg.spatial)
         hidden = profile.ring_overlap * min(ring, _attn_core_flops(mcfg, per_call, cfg.shard) * factor / sp / rate)
-    # An emulated budget (CPU clusters) replaces the device's usable memory: all of it is the run's.
-    usable = cfg.mem_budget_mib * 2**20 if cfg.mem_budget_mib else profile.usable_bytes
+    # An emulated budget (CPU clusters) replaces the device's memory; the profile's reserved part
+    # (the runtime's own working memory) still comes off it.
+    usable = profile.usable_bytes_of(cfg.mem_budget_mib * 2**20) if cfg.mem_budget_mib else profile.usable_bytes
     return Prediction(comm_s, wire, compute, optimizer, hidden, mem, usable)

@@ -19,12 +19,13 @@ def cmd_run(args) -> int:
                      outcome_prefix=getattr(args, "outcome_prefix", None))
     if not rec:          # a non-zero rank under an external launcher
         return 0
-    if args.json:
+    if args.json:   # stdout is exactly one JSON document (as `predict --json`); the RESULT line goes to stderr
         print(json.dumps(rec, sort_keys=True, default=str))
+        print(result_line(rec), file=sys.stderr)
     else:
         print(summary_line(rec))
         print(f"record appended to {path}")
-    print(result_line(rec))
+        print(result_line(rec))
     return {"ok": 0, "unsupported": 3}.get(rec["status"], 1)
 
 
