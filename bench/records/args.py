@@ -43,6 +43,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     h.add_argument("--timeout", type=float, default=d.timeout_s, dest="timeout_s", help="seconds for the whole run")
     h.add_argument("--threads", type=int, default=d.threads, help="torch threads per rank (0: cores / ranks)")
     h.add_argument("--inject-fault", default="", help=argparse.SUPPRESS)
+    # set by a sweep that resolved sp = "auto" before the job: the record says so (not in the run_id)
+    h.add_argument("--sp-auto", action="store_true", help=argparse.SUPPRESS)
     h.add_argument("--hardware", default=None,
                    help="hardware profile (bench/cost/profiles/*.toml or a calibrated .toml): resolves --sp auto")
     o = p.add_argument_group("output")
