@@ -193,6 +193,10 @@ class SweepJob:
             return "stopped"
         if rec is None or rec["status"] != "ok":
             ends = gather(task.prefix(rid), cfg.gpus, run.codes(killed), wait_remote=not task.all_ranks_here)
+            if rec is not None and all(e.outcome is not None and e.outcome[0] == "ok" for e in ends.values()):
+                append_record(task.records, rec)     # every rank ended well: rank 0's own verdict stands
+                task.marker(rid).touch()             # (an emulated memory budget's `oom`)
+                return rec["status"]
             status, why = compose(cfg, ends, deadline_hit)
             tail = _tail(paths(task.prefix(rid), 0)["log"]) if rec is None else ""
             rec = {**(rec or _bare_record(cfg)), "status": status,

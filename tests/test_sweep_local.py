@@ -117,3 +117,26 @@ timeout_s = [60.0, 8.0]
         recs[1]["error"]
     status = capsys.readouterr().out
     assert "r0: error: rank 0:" in status          # sweep status shows what the peer saw, under the record
+
+
+def test_debug_executor_keeps_rank_0s_budget_oom_and_says_sp_auto(tmp_path):
+    """sp = "auto" under an emulated budget: the job's record says which SP the model chose (sp_auto),
+    and a run whose ranks all ended well but measured more than the budget stays `oom` with rank 0's
+    reason (not an error composed from the ranks' outcomes)."""
+    from dspbench.cost.hardware import dumps, load_profile
+    raw = dict(load_profile("emulated-cpu").raw)     # nothing reserved: a 20 MiB budget fits the tiny model
+    raw["device"] = {**raw["device"], "reserved_gb": 0.0}
+    (tmp_path / "noruntime.toml").write_text(dumps(raw))
+    text = tiny_sweep(hardware=f'"{tmp_path / "noruntime.toml"}"') + """
+[[grid]]
+method = ["dsp"]
+gpus = [2]
+sp = ["auto"]
+mem_budget_mib = [20, 4000]
+"""
+    assert sweep(tmp_path, text, "--executor", "debug") == 1
+    recs = {r["mem_budget_mib"]: r for r in records(tmp_path)}
+    assert recs[4000]["status"] == "ok" and recs[4000]["sp_auto"] is True and recs[4000]["sp"] == 1
+    # the CPU runtime alone adds more than 20 MiB per rank (about 120 here): measured over the budget
+    assert recs[20]["status"] == "oom" and recs[20]["sp_auto"] is True, recs[20]["error"]
+    assert recs[20]["error"].startswith("measured ") and "the emulated budget of 20 MiB" in recs[20]["error"]
