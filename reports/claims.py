@@ -36,13 +36,15 @@ def protocol_rows(runs: pd.DataFrame) -> pd.DataFrame:
     for key, g in r.groupby(KEY + ["frames", "spatial", "method"], dropna=False, sort=True):
         ok = g[g["status"] == "ok"]
         row = dict(zip(KEY + ["frames", "spatial", "method"], key))
+        failed = g[g["status"] != "ok"]
         if ok.empty:
             st = g.iloc[0]
             row.update(status=str(st["status"]), sp=_num(st["sp"]), nodes=None, samples_per_s=math.nan,
-                       why=str(st["error"] or "")[:160])
-        else:
+                       why=str(st["error"] or "")[:160], failed=len(failed), repeats=len(g))
+        else:      # the repeats that failed (a measured peak just over the budget) are counted beside
             row.update(status="ok", sp=_num(ok["sp"].iloc[0]), nodes=_span(ok["placement"].iloc[0]),
-                       samples_per_s=float(ok["samples_per_s"].median()), why="")
+                       samples_per_s=float(ok["samples_per_s"].median()), why="", failed=len(failed),
+                       repeats=len(g))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -169,7 +171,9 @@ def table(rows: pd.DataFrame, name: str, title: str) -> Table:
         disp.append(row)
     notes = ["Each method at its own minimum SP (sp = \"auto\": the smallest degree the memory model fits), "
              "the rest data-parallel: a ratio here may divide runs at different SP degrees, as the paper "
-             "does; every other setting is shared. Cells: samples/s (SP degree, nodes its SP group spans)."]
+             "does; every other setting is shared. Cells: samples/s, the median of the repeats that ran "
+             "(SP degree, nodes its SP group spans); OOM: measured over the memory budget; no SP fits: "
+             "the memory model found no degree, nothing ran."]
     return Table(name, title, rows, pd.DataFrame(disp).fillna("—"), notes)
 
 
@@ -177,10 +181,14 @@ def _cell(g: pd.DataFrame) -> str:
     if g.empty:
         return "—"
     r = g.iloc[0]
+    if r["status"] == "unsupported" and "OOM" in str(r["why"]):
+        return "no SP fits"                 # the memory model's verdict: nothing ran
     if r["status"] != "ok":
-        return "OOM" if r["status"] == "oom" or "OOM" in str(r["why"]) else str(r["status"])
+        return "OOM" if r["status"] == "oom" else str(r["status"])   # measured: over the budget
     span = f", {int(r['nodes'])} node{'s' if r['nodes'] != 1 else ''}" if r["nodes"] else ""
-    return f"{r['samples_per_s']:.3g} (SP {int(r['sp'])}{span})"
+    fails = r.get("failed", 0)
+    fails = f"; {int(fails)} of {int(r['repeats'])} repeats failed" if fails and not pd.isna(fails) else ""
+    return f"{r['samples_per_s']:.3g} (SP {int(r['sp'])}{span}{fails})"
 
 
 def blocks(runs: pd.DataFrame) -> list:

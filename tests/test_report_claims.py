@@ -53,6 +53,14 @@ def test_the_table_gives_each_methods_sp_and_span_and_ratios_within_one_row():
     assert d.loc["16 x 256", "DSP"] == "5 (SP 2, 1 node)" and d.loc["32 x 256", "Ring Attention"] == "0.5 (SP 4, 2 nodes)"
     assert d.loc["32 x 256", "DSP / Ring Attention"] == "4.00" and d.loc["8 x 256", "DSP / Ulysses"] == "1.00"
     assert d.loc["64 x 256", "DSP"] == "unsupported" and d.loc["64 x 256", "DSP / Ulysses"] == "—"
+    oom = _rows()
+    oom.loc[oom["frames"] == 64, "why"] = "no SP degree fits dsp: sp=4: predicted OOM: 57 MiB > 48 MiB"
+    oom.loc[(oom["method"] == "ring") & (oom["frames"] == 64), "status"] = "oom"
+    oom["failed"], oom["repeats"] = 0, 1
+    oom.loc[(oom["method"] == "ulysses") & (oom["frames"] == 32), ["failed", "repeats"]] = [1, 3]
+    d = claims.table(oom, "protocol_0", "title").display.set_index("T x S")
+    assert d.loc["64 x 256", "DSP"] == "no SP fits" and d.loc["64 x 256", "Ring Attention"] == "OOM"
+    assert d.loc["32 x 256", "Ulysses"] == "1.6 (SP 4, 2 nodes; 1 of 3 repeats failed)"
     assert d.loc["16 x 256", "budget"] == "64 MiB"
 
 
