@@ -80,3 +80,29 @@ def test_one_rank_calibrates_compute_of_one_block_onto_a_base_profile(tmp_path, 
     assert "1 blocks" in prof.sources["compute.flops_per_s.fp32"]
     rec = predicted_record(RunConfig(method="dsp", model="stdit-small", frames=16, spatial=64, gpus=8, sp=8), prof)
     assert rec["status"] == "predicted"
+
+
+def test_method_overheads_are_calibrated_at_one_shape_and_applied_at_that_sp_only(tmp_path, capsys):
+    """`--methods`: each method trains at the calibration shape; the residual over the profile's own
+    prediction is stored per method, so the calibration shape predicts its measured step again."""
+    from dataclasses import replace
+    from dspbench.cli import main
+    from dspbench.cost.model import predict
+    from dspbench.records.config import RunConfig
+    out = tmp_path / "p.toml"
+    assert main(["calibrate", "--gpus", "2", "--sizes", "4K,64K", "--iters", "2", "--warmup", "0",
+                 "--compute-iters", "2", "--frames", "4", "--spatial", "16", "--threads", "1",
+                 "--methods", "dsp,ring", "--output", str(out), "--json", "--force"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    prof = load_profile(str(out))
+    assert set(prof.method_overhead_s) == {"dsp", "ring"} and prof.method_overhead_sp == 2
+    for m, got in res["methods"].items():
+        assert prof.method_overhead_s[m] >= 0 and f"minus this profile's prediction" in prof.sources[f"compute.method_overhead_s.{m}"]
+        cfg = RunConfig.from_dict(got["config"])
+        assert (cfg.frames, cfg.spatial, cfg.sp, cfg.mode) == (4, 16, 2, "train")
+        step = predict(cfg, prof).step_s
+        assert step == pytest.approx(max(got["step_s"], step - prof.method_overhead_s[m]))   # reproduces itself
+        without = predict(cfg, replace(prof, method_overhead_s={})).compute_s
+        assert predict(cfg, prof).compute_s == pytest.approx(without + prof.method_overhead_s[m])
+        for other in (replace(cfg, mode="infer"), replace(cfg, gpus=4, sp=4)):      # not where it was not measured
+            assert predict(other, prof).compute_s == pytest.approx(predict(other, replace(prof, method_overhead_s={})).compute_s)

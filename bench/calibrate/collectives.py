@@ -214,13 +214,16 @@ def calibrate_rank(opts: dict) -> dict | None:
     if smaller:
         compute["small"] = bench_compute(*smaller, opts["compute_iters"], device, opts.get("depth", 0))
     gemm = bench_gemm(opts.get("gemm_widths", ()), comm.world_size(), opts["dtype"], device) if ops else {}
+    from dspbench.calibrate.methods import bench_methods
+    methods = bench_methods(opts.get("methods", ()), opts, sp) if ops else {}
     recheck = bench_compute(*shard, 2, device, opts.get("depth", 0))["fwd_bwd_s"]
     compute["recheck_s"] = recheck
     facts = comm.all_gather_object({"compute": compute})
     if comm.world_rank() != 0:
         return None
     slowest = min(facts, key=lambda f: f["compute"]["flops_per_s"])["compute"]
-    return {"collectives": rows, "overlap": overlap, "compute": slowest, "gemm": gemm, "world": comm.world_size()}
+    return {"collectives": rows, "overlap": overlap, "compute": slowest, "gemm": gemm, "world": comm.world_size(),
+            "methods": methods}
 
 
 def _smaller(shard: tuple):

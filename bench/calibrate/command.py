@@ -61,6 +61,7 @@ def cmd_calibrate(args) -> int:
     opts["gemm_widths"] = [int(w) for w in args.gemm_widths.split(",") if w.strip()]
     opts["sizes"] = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
     opts["ops"] = [o.strip() for o in args.ops.split(",") if o.strip()]
+    opts["methods"] = [m.strip() for m in args.methods.split(",") if m.strip()]
     opts.update(tiers=args.tiers, gpus_per_node=args.gpus_per_node)
     if args.tiers and args.gpus_per_node < 1:
         raise ValueError("--tiers needs --gpus-per-node R (the ranks of one node; ranks are placed node-major)")
@@ -97,6 +98,9 @@ def cmd_calibrate(args) -> int:
     device = "cpu: " + cpu_name() if args.backend == "gloo" else "cuda"
     prof = profile_dict(args.name, result, gpn, device, _memory_gb(args.gpus if args.launcher == "local" else 1),
                         base=args.base, nics_per_node=args.nics_per_node)
+    if result.get("methods"):
+        from dspbench.calibrate.methods import add_method_overheads
+        add_method_overheads(prof, result["methods"], opts)
     out = Path(args.output or f"results/profiles/{args.name}.toml")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(dumps(prof, "Written by `dspbench calibrate`; raw measurements in the .json beside it."))

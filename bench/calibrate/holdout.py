@@ -4,7 +4,8 @@ calibration never touched.
 Per link rate, on its own emulated cluster (bench/calibrate/netns.py):
 1. calibrate once: collectives at nccl-tests sizes (4 KiB-4 MiB, not the methods' own sizes), the
    ring-overlap probe (repeated), compute and GEMM-by-width on CALIB_MODEL at CALIB_SHAPE (a
-   model and shape no grid point uses), every measurement repeated, its spread stored;
+   model and shape no grid point uses), every measurement repeated, its spread stored; each
+   method's own per-step work trained at that same shape (bench/calibrate/methods.py);
 2. predict every grid point once from that profile (predicted.jsonl): nothing is re-measured or
    re-fitted per point or per round;
 3. rounds: every (model, shape), every method in rotated order, `dspbench run --launcher env`
@@ -33,7 +34,7 @@ GRIDS = {
 }
 
 
-def calibrate_once(cluster, grid: dict, out: Path, force: bool) -> Path:
+def calibrate_once(cluster, grid: dict, out: Path, force: bool, methods=METHODS) -> Path:
     """The one calibration of this link rate: its profile path (and the raw .json beside it)."""
     from dspbench.calibrate.emulate import run_ranks
     from dspbench.models import get_config
@@ -43,7 +44,8 @@ def calibrate_once(cluster, grid: dict, out: Path, force: bool) -> Path:
             "--sizes", grid["sizes"], "--iters", str(grid["iters"]), "--compute-iters", str(grid["compute_iters"]),
             "--model", CALIB_MODEL, "--frames", str(CALIB_SHAPE[0]), "--spatial", str(CALIB_SHAPE[1]),
             "--sp", str(cluster.ranks), "--threads", "1", "--gemm-widths", ",".join(map(str, widths)),
-            "--name", f"holdout-{cluster.rate}", "--output", str(path), *(["--force"] if force else [])]
+            "--methods", ",".join(methods), "--name", f"holdout-{cluster.rate}", "--output", str(path),
+            *(["--force"] if force else [])]
     res = run_ranks(cluster, argv)[0]
     print(res.stdout, res.stderr, sep="\n", flush=True)
     if res.returncode or not path.is_file():
@@ -77,7 +79,7 @@ def run_rate(rate: str, grid: dict, args, out: Path) -> list[dict]:
     points = grid_points(grid, args.ranks, methods)
     rows = []
     with Cluster(args.ranks, rate, args.subnet, args.ns_prefix) as cluster:
-        profile = load_profile(str(calibrate_once(cluster, grid, out, args.force)))
+        profile = load_profile(str(calibrate_once(cluster, grid, out, args.force, methods)))
         preds = predict_points(profile, points, rate, out)
         for rnd in range(args.repeats):
             groups = [(mo, sh) for mo in grid["models"] for sh in grid["shapes"]]

@@ -65,6 +65,14 @@ class Prediction:
                 f"{self.usable_bytes / 2**30:.1f} GiB usable on {profile_name}")
 
 
+def method_overhead(cfg: RunConfig, sp: int, profile: Profile) -> float:
+    """The method's own per-step work (calibrated, bench/calibrate/methods.py): training steps at the
+    SP degree it was measured at only; 0 elsewhere and on datasheet profiles."""
+    if cfg.mode != "train" or sp != profile.method_overhead_sp:
+        return 0.0
+    return profile.method_overhead_s.get(cfg.method, 0.0)
+
+
 def flops_factor(cfg: RunConfig) -> float:
     """Forward passes' worth of FLOPs the hardware runs per sample per step (recompute included)."""
     return flops_factors(cfg)[1]
@@ -125,6 +133,7 @@ def predict(cfg: RunConfig, profile: Profile) -> Prediction:
     if profile.module_overhead_s:   # every rank runs every module, whatever its shard: factor 3 = fwd+bwd
         # (CFG's batched second call is counted as a call of its own: an overstatement of dispatch)
         compute += profile.module_overhead_s * module_count(cfg.model) * factor / 3
+    compute += method_overhead(cfg, sp, profile)
     mem = memory(spec, mcfg, shape, sp, dims.dp, cfg.dtype, cfg.mode, plan, zero)
     state_bytes = opt_state_bytes(cfg.dtype, zero)        # per parameter (cost_memory.static_bytes)
     optimizer = mem["optimizer"] / state_bytes * OPT_BYTES[cfg.dtype] / profile.optimizer_rate()
