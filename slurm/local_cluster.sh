@@ -258,7 +258,7 @@ start_munge() {
     fi
     install -d -o munge -g munge -m 0755 /run/munge
     say "starting munged"
-    runuser -u munge -- munged 9>&- || die "munged failed to start (see /var/log/munge/munged.log)"
+    runuser -u munge -- munged 8>&- 9>&- || die "munged failed to start (see /var/log/munge/munged.log)"
     touch "$MUNGE_MARK"
     wait_for 10 munge bash -c 'munge -n | unmunge' || die "munge does not answer (see /var/log/munge/munged.log)"
 }
