@@ -14,8 +14,13 @@ import pandas as pd
 ULYSSES = ("ulysses_deepspeed", "ulysses")   # the paper's baseline is DeepSpeed-Ulysses: prefer it
 
 
+def paper_file(name: str):
+    """A file shipped in reports/paper_data/ (a Traversable: `.open()` it)."""
+    return files("dspbench.reports").joinpath("paper_data", name)
+
+
 def paper_data(name: str) -> pd.DataFrame:
-    with files("dspbench.reports").joinpath("paper_data", name).open() as f:
+    with paper_file(name).open() as f:
         return pd.read_csv(f)
 
 

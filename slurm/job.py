@@ -33,7 +33,7 @@ import submitit
 from dspbench.records.config import RunConfig
 from dspbench.records.io import append_record, read_records
 
-from dspbench.slurm.outcome import compose, gather, paths, silent_exit, write_outcome
+from dspbench.slurm.outcome import all_ended_ok, compose, gather, paths, silent_exit, write_outcome
 from dspbench.slurm.plan import DRAIN_MARGIN_S, GRACE_S
 
 RELEASE_S = 5.0         # other ranks may linger this long once rank 0 is done with a configuration
@@ -193,14 +193,11 @@ class SweepJob:
             return "stopped"
         if rec is None or rec["status"] != "ok":
             ends = gather(task.prefix(rid), cfg.gpus, run.codes(killed), wait_remote=not task.all_ranks_here)
-            if rec is not None and all(e.outcome is not None and e.outcome[0] == "ok" for e in ends.values()):
-                append_record(task.records, rec)     # every rank ended well: rank 0's own verdict stands
-                task.marker(rid).touch()             # (an emulated memory budget's `oom`)
-                return rec["status"]
-            status, why = compose(cfg, ends, deadline_hit)
-            tail = _tail(paths(task.prefix(rid), 0)["log"]) if rec is None else ""
-            rec = {**(rec or _bare_record(cfg)), "status": status,
-                   "error": why + (f"; rank 0's output ends: {tail}" if tail else "")}
+            if rec is None or not all_ended_ok(ends):   # else rank 0's own verdict stands (a budget's `oom`)
+                status, why = compose(cfg, ends, deadline_hit)
+                tail = _tail(paths(task.prefix(rid), 0)["log"]) if rec is None else ""
+                rec = {**(rec or _bare_record(cfg)), "status": status,
+                       "error": why + (f"; rank 0's output ends: {tail}" if tail else "")}
         append_record(task.records, rec)
         task.marker(rid).touch()
         return rec["status"]

@@ -80,6 +80,11 @@ def gather(prefix: Path, world: int, local_codes: dict[int, int | None], wait_re
         time.sleep(0.2)
 
 
+def all_ended_ok(ends: dict[int, RankEnd]) -> bool:
+    """Every rank reported `ok`: whatever rank 0 recorded is its own verdict, not a failure's symptom."""
+    return all(e.outcome is not None and e.outcome[0] == "ok" for e in ends.values())
+
+
 def compose(cfg: RunConfig, ends: dict[int, RankEnd], killed: bool) -> tuple[str, str]:
     """(status, error) of a configuration that did not end ok, named after its culprit rank."""
     from dspbench.run.launch import _root_cause, _timeout_message   # dspbench run's culprit rule

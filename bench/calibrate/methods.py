@@ -16,8 +16,6 @@ predicted: a held-out prediction never sees its own measurement.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 from dspbench.records.config import RunConfig
 
 
@@ -52,7 +50,7 @@ def add_method_overheads(prof: dict, measured: dict, opts: dict) -> None:
     for m, got in measured.items():
         cfg = RunConfig.from_dict(got["config"])
         sp = int(cfg.sp)
-        pred = predict(replace(cfg, launcher="local"), profile).step_s
+        pred = predict(cfg, profile).step_s
         over[m] = max(0.0, got["step_s"] - pred)
         src[f"compute.method_overhead_s.{m}"] = (
             f"measured: {m} trained at {cfg.model} B={cfg.batch} T={cfg.frames} S={cfg.spatial} sp={sp}, median "
