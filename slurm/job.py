@@ -2,8 +2,8 @@
 
 Every task of the job (one per rank) walks the same list of configurations. For each it starts its rank
 as a subprocess, `python -m dspbench.cli run --launcher env ... --outcome-prefix logs/.../<run_id>`,
-with a fresh MASTER_PORT and a wall-clock deadline, so a crash or a hang costs one data point, not the
-job. Every rank leaves a heartbeat and its outcome beside its log, rank 0 its record (outcome.py); task
+with a fresh MASTER_PORT (task 0 picks a free one: ports.py) and a wall-clock deadline, so a crash or
+a hang costs one data point, not the job. Every rank leaves a heartbeat and its outcome beside its log, rank 0 its record (outcome.py); task
 0 appends the configuration's one record to the job's records file, naming the culprit rank and the
 kind (timeout vs error) from all ranks' accounts. Task 0 then marks the configuration done (logs/): the
 other tasks stop their rank of it shortly after that mark and wait for it before starting the next
@@ -19,7 +19,6 @@ no record, the configuration reruns on resume.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import signal
 import subprocess
@@ -33,6 +32,7 @@ import submitit
 from dspbench.records.config import RunConfig
 from dspbench.records.io import append_record, read_records
 
+from dspbench.slurm import ports
 from dspbench.slurm.outcome import all_ended_ok, compose, gather, paths, silent_exit, write_outcome
 from dspbench.slurm.plan import DRAIN_MARGIN_S, GRACE_S
 
@@ -82,10 +82,13 @@ class Task:
         """Where the ranks of a configuration leave log, heartbeat, outcome and (rank 0) record."""
         return self.logs / rid
 
-    def port(self, rid: str) -> int:
-        """The same on every task, different for every configuration and attempt."""
-        digest = hashlib.sha256(f"{self.logs}/{rid}".encode()).digest()
-        return 20000 + int.from_bytes(digest[:4], "big") % 40000
+    def port(self, rid: str) -> int | None:
+        """The configuration's rendezvous port: task 0 chooses a free one and publishes it (ports.py),
+        the others read it; None when task 0 published nothing in time (it is gone)."""
+        path = self.logs / f"{rid}.port"
+        if self.owner:
+            ports.publish(path, ports.choose(str(path)))
+        return ports.wait_published(path, GRACE_S + 60, POLL_S, stop=lambda: self.stopping)
 
 
 @dataclass
@@ -152,6 +155,9 @@ class SweepJob:
     # ------------------------------------------------------------ one configuration
     def _run(self, task: Task, cfg: RunConfig) -> str:
         port = task.port(cfg.run_id())
+        if port is None:           # task 0 is gone: this task starts nothing more
+            task.stopping = True
+            return "-"
         procs = {r: _spawn(task, cfg, r, port) for r in task.ranks(cfg)}
         self._running = run = Running(cfg, procs, time.monotonic() + cfg.timeout_s + GRACE_S)
         ended, killed = self._wait(task, run)

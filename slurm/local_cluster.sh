@@ -144,6 +144,30 @@ write_file() {
     fi
 }
 
+# The scheduling policy both clusters share (multinode.sh prints it too): one place to change it.
+policy_conf() {
+    cat <<'EOF'
+MailProg=/bin/true
+# No systemd, no usable cgroups: track processes via /proc, no task containment.
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobContainerType=job_container/none
+MpiDefault=none
+SwitchType=switch/none
+# Let a node advertise more CPUs than the hardware has.
+SlurmdParameters=config_overrides
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+ReturnToService=2
+# Reject jobs larger than the node at submission instead of leaving them pending forever.
+EnforcePartLimits=ALL
+# Batch jobs are requeueable by default (submitit's checkpoint/requeue calls scontrol requeue).
+JobRequeue=1
+SchedulerType=sched/backfill
+SchedulerParameters=sched_interval=5,bf_interval=2
+EOF
+}
+
 write_configs() {
     mkdir -p "$CONF_DIR" "$RUN" "$LOGS" "$STATE/ctld" "$STATE/spool"
     local mem_mb
@@ -179,24 +203,7 @@ SlurmctldLogFile=$LOGS/slurmctld.log
 SlurmdLogFile=$LOGS/slurmd.log
 SlurmctldDebug=info
 SlurmdDebug=info
-MailProg=/bin/true
-# No systemd, no usable cgroups: track processes via /proc, no task containment.
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobContainerType=job_container/none
-MpiDefault=none
-SwitchType=switch/none
-# Let the node advertise more CPUs than the hardware has.
-SlurmdParameters=config_overrides
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-ReturnToService=2
-# Reject jobs larger than the node at submission instead of leaving them pending forever.
-EnforcePartLimits=ALL
-# Batch jobs are requeueable by default (submitit's checkpoint/requeue calls scontrol requeue).
-JobRequeue=1
-SchedulerType=sched/backfill
-SchedulerParameters=sched_interval=5,bf_interval=2
+$(policy_conf)
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
 AccountingStorageTRES=gres/gpu

@@ -197,6 +197,10 @@ def test_slurm_variables_map_onto_env(monkeypatch):
     slurm_to_env()
     assert (os.environ["RANK"], os.environ["WORLD_SIZE"], os.environ["LOCAL_RANK"]) == ("3", "8", "1")
     assert os.environ["MASTER_ADDR"] == "nodeA" and os.environ["MASTER_PORT"] == str(20000 + 1234)
+    monkeypatch.delenv("MASTER_PORT")
+    monkeypatch.setenv("SLURM_JOB_ID", "15000")      # never in the ephemeral range (32768-), where srun listens
+    slurm_to_env()
+    assert os.environ["MASTER_PORT"] == str(20000 + 15000 - 12768)
 
 
 def test_concurrent_appends_never_interleave(tmp_path):

@@ -47,6 +47,16 @@ def test_claims_say_when_they_do_not_hold():
                for t in text)
 
 
+def test_two_ulysses_implementations_count_as_one_length():
+    """DeepSpeed's Ulysses beside the native one: still 2 lengths; a length counts as ahead only when DSP
+    beats both there."""
+    rows = pd.concat([_rows(), pd.DataFrame([_row("ulysses_deepspeed", 16, 2, 1, 5.5),
+                                             _row("ulysses_deepspeed", 32, 4, 2, 1.5)])], ignore_index=True)
+    text = claims.claims(rows)
+    assert text[0] == ("DSP ahead of Ulysses: holds in part, at 1 of 2 lengths with SP > 1 "
+                       "(DSP / Ulysses 0.91 to 1.33).")
+
+
 def test_the_table_gives_each_methods_sp_and_span_and_ratios_within_one_row():
     t = claims.table(_rows(), "protocol_0", "title")
     d = t.display.set_index("T x S")

@@ -117,7 +117,9 @@ def slurm_to_env() -> None:
     if "MASTER_ADDR" not in env:
         nodes = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST") or "127.0.0.1"
         env["MASTER_ADDR"] = _first_host(nodes)
-    env.setdefault("MASTER_PORT", str(20000 + int(env.get("SLURM_JOB_ID", "0")) % 20000))
+    # every task computes it alone, so it can only be a function of the job; kept below Linux's
+    # ephemeral range (32768-60999), where srun's and slurmd's own sockets take their ports
+    env.setdefault("MASTER_PORT", str(20000 + int(env.get("SLURM_JOB_ID", "0")) % 12768))
 
 
 def _first_host(nodelist: str) -> str:
