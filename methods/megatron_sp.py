@@ -105,10 +105,18 @@ def _check(cfg, shape, dims):
 
 
 def _forward_ops(cfg, shape, dims, b):
-    regions = cfg.n_self_attn + cfg.n_cross_attn + cfg.n_blocks   # self-attentions, cross-attentions, MLPs
+    regions = _gathered_inputs(cfg)        # self-attentions, cross-attentions, MLPs
     M = act_bytes(cfg, shape, b)           # full activation: the gathered output / scattered input
     return [Op("tp_gather", "all_gather", M, regions), Op("tp_scatter", "reduce_scatter", M, regions),
             Op("tp_text_gather", "all_gather", text_bytes(cfg, shape, b), cfg.n_text_out)]
+
+
+def _gathered_inputs(cfg):
+    """Column-parallel linears that gather their input, over the block stack (the forward's tp_gather
+    count): autograd keeps each gathered input, full length, for the weight gradient. Megatron-LM
+    instead keeps the shard and gathers again in the backward (one more all-gather per linear); this
+    implementation moves the paper's bytes and pays in memory (bench/cost/memory.py)."""
+    return cfg.n_self_attn + cfg.n_cross_attn + cfg.n_blocks
 
 
 def _sharded_params(cfg):
@@ -124,4 +132,5 @@ METHOD = MethodSpec(
     name="megatron_sp", summary="tensor parallel + sequence parallel regions (AG before column, RS after row)",
     constraints="heads % sp == 0 and the sharded dim % sp == 0",
     check=_check, parallelize=_parallelize, forward_ops=_forward_ops, sharded_params=_sharded_params,
+    unsharded_saved=_gathered_inputs,
 )

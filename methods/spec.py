@@ -66,6 +66,9 @@ class MethodSpec:
     backward_ops: Callable[[ModelConfig, Shape, Dims, int], list[Op]] | None = None
     sharded_params: Callable[[ModelConfig], int] = _no_params
     check_run: Callable[[str, str, str], str | None] = _runs_anywhere
+    # Activations, of the whole block stack, that autograd keeps at full sequence length rather than
+    # the 1/sp shard (bench/cost/memory.py): Megatron-SP's gathered linear inputs.
+    unsharded_saved: Callable[[ModelConfig], int] = _no_params
 
     def comm_bytes(self, cfg: ModelConfig, shape: Shape, dims: Dims, dtype=torch.float32,
                    mode: str = "train", tagged: bool = True, engine: bool = False) -> dict[str, int]:

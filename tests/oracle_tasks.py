@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dspbench.methods import build_dims, comm, get_method
-from dspbench.models import Shape, get_config
+from dspbench.models import Shape, get_config, make_inputs
 from dspbench.run.oracle import oracle_errors
 
 _DIMS: dict = {}
@@ -82,3 +82,27 @@ def train_error(method: str, model: str, shape: tuple, sp: int) -> str:
     except Exception as e:  # noqa: BLE001 - the test reads the message
         return f"{type(e).__name__}: {e}"
     return ""
+
+
+def saved_activation_bytes(method: str, model: str, shape: tuple, sp: int, ckpt: bool = False) -> int:
+    """Bytes of the tensors autograd saves in one forward of the parallel model (distinct storages,
+    parameters excluded): what the memory model's activation term predicts."""
+    import torch
+    from dspbench.models import build_model
+    cfg, shape = get_config(model, grad_ckpt=ckpt), Shape(*shape)
+    spec, dims = get_method(method), dims_for(sp)
+    torch.manual_seed(0)
+    par = spec.parallelize(build_model(cfg), dims)
+    x, t, y, _ = make_inputs(cfg, shape, seed=1)
+    params = {p.untyped_storage().data_ptr() for p in par.parameters()}
+    saved: dict[int, int] = {}
+
+    def pack(tensor):
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in params:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        par(x.requires_grad_(), t, y)
+    return sum(saved.values())

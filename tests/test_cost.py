@@ -166,7 +166,7 @@ def test_an_emulated_memory_budget_decides_sp_auto_and_fails_a_run_that_exceeds_
     cfg = RunConfig(method="dsp", model="stdit-tiny", frames=64, spatial=256, gpus=4, sp="auto")
     prof = load_profile("emulated-cpu")
     runtime = prof.reserved_bytes / 2**20       # the CPU runtime's share comes off the budget
-    assert runtime > 100
+    assert runtime > 50
     peak = {sp: predict(replace(cfg, sp=sp), prof).mem["peak"] / 2**20 + runtime for sp in (1, 2, 4)}
     budget = int((peak[2] + peak[4]) / 2)
     assert resolve_sp(replace(cfg, mem_budget_mib=budget), "emulated-cpu") == 4

@@ -185,10 +185,12 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys):
     results = tmp_path / "results"
     assert main(["sweep", "paper_icml_scaling", "--executor", "slurm", "--dry-run", "--results", str(results)]) == 0
     out = capsys.readouterr().out
-    # sp = "auto": every point resolves to its minimum SP on h100-ib (none is left unsupported)
-    assert "40 points" in out and "to run: 40, unsupported (recorded, not run): 0" in out
+    # sp = "auto": every point resolves to its minimum SP on h100-ib, but for Megatron-SP at the
+    # longest sequence on 128 GPUs: its gathered inputs do not fit at SP 16, and heads=16 caps its SP
+    assert "40 points" in out and "to run: 39, unsupported (recorded, not run): 1" in out
+    assert "1 x megatron_sp: no SP degree fits megatron_sp on 128 x h100-ib" in out
     assert "| 32 | 4 x 8 | 10 | 2 | 128.0 |" in out           # 4 nodes x 8 GPUs x 2 h x 2 jobs
-    assert "| total | 53 nodes | 40 | 8 | 848.0 |" in out
+    assert "| total | 53 nodes | 39 | 8 | 848.0 |" in out
     assert not results.exists()
 
 

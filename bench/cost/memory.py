@@ -13,9 +13,12 @@ L^2 scores), plus the adaLN modulate and gate inputs of a DiT block:
 - cross-attention 5, MLP 3 + 2 * mlp_hidden / hidden (norm in, modulated in, fc1 in, GELU in/out,
   gate in); per block of the layout (stdit: 2 self-attentions; axial3d: 3; full3d: one over T*S,
   no cross-attention with joint text).
-Every method keeps 1/sp of the tokens' activations (Megatron-SP in Korthikanti's form, where the
-tensor-parallel regions hold 1/sp of the channels). Checkpointing keeps each block's input and one
-block's activations during its recompute. Inference keeps one block's working set.
+Every method keeps 1/sp of the tokens' activations (Megatron-SP's tensor-parallel regions hold 1/sp
+of the channels), except those its spec lists as `unsharded_saved`: Megatron-SP's gathered linear
+inputs, kept full length for the weight gradients (Megatron-LM re-gathers them in the backward
+instead; Korthikanti's Table 2 assumes that). Measured on 2 and 4 ranks (tests/test_memory_saved.py),
+the saved tensors of Megatron-SP exceed DSP's by exactly this term. Checkpointing keeps each block's
+input and one block's activations during its recompute. Inference keeps one block's working set.
 Comm buffers: the largest transient of the method's SP collectives (send + receive buffers) on
 top of the activations; the gradient all-reduce's flat buffer comes after the activations are
 freed, so the peak is static + max(activations + comm buffers, gradient buffer).
@@ -81,6 +84,17 @@ def activation_bytes(cfg: ModelConfig, shape: Shape, sp: int, dtype: str, mode: 
     return n_blocks(cfg) * per_block + io
 
 
+def unsharded_bytes(spec, cfg: ModelConfig, shape: Shape, sp: int, dtype: str, mode: str) -> float:
+    """What the method's full-length saved activations add over their 1/sp shares (training only;
+    with checkpointing, one block's worth during its recompute)."""
+    count = spec.unsharded_saved(cfg)
+    if not count or sp == 1 or mode != "train":
+        return 0.0
+    if cfg.grad_ckpt:
+        count = count / n_blocks(cfg)
+    return count * cfg.hidden * dtype_size(dtype) * shape.batch * shape.tokens * (1 - 1 / sp)
+
+
 def comm_buffer_bytes(plan, zero: int = 0, dtype: str = "fp32") -> float:
     """Largest transient of one SP collective: its send and receive buffers (grad syncs excluded);
     under ZeRO plus the engine's gradient bucket, alive through the backward."""
@@ -97,7 +111,7 @@ def memory(spec, cfg: ModelConfig, shape: Shape, sp: int, dp: int, dtype: str, m
            zero: int = 0) -> dict[str, float]:
     """Bytes per rank by part, and the predicted peak."""
     st = static_bytes(spec, cfg, sp, dp, dtype, mode, zero)
-    act = activation_bytes(cfg, shape, sp, dtype, mode)
+    act = activation_bytes(cfg, shape, sp, dtype, mode) + unsharded_bytes(spec, cfg, shape, sp, dtype, mode)
     buf = comm_buffer_bytes(plan, zero if mode == "train" else 0, dtype)
     grad_buf = grad_buffer_bytes(plan) if mode == "train" else 0.0
     static = sum(st.values())

@@ -47,7 +47,7 @@ def predicted_record(cfg: RunConfig, profile: Profile) -> dict:
              "predicted_peak_mem_bytes": None, "predicted_mem": None, "step_times_s": None,
              "peak_mem_bytes_per_rank": None, "comm_tagged": None, "comm_time_s": None,
              "comm_formula_match": None, "comm_symmetric": None, "flops_per_step": None,
-             "mem_base_bytes_per_rank": None, "peak_mem_reset": None, "mem_run_bytes": None, "mem_model": None,
+             "mem_base_bytes_per_rank": None, "peak_mem_reset": None, "mem_peak_step": None, "rss_run_bytes": None, "mem_run_bytes": None, "mem_model": None,
              "placement": None, **dict.fromkeys(INTERVAL_FIELDS)}
     if reason:
         rec = build_record(cfg if cfg.sp != "auto" else _sp1(cfg), Outcome("unsupported", reason), "predicted")

@@ -48,13 +48,14 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None) -> 
         init_deepspeed_comm()
     measure.reset_peak_memory(device)
     base_mem = measure.current_memory_bytes(device)   # before the model: what the run itself adds
+    base_live = measure.live_heap_bytes() if device.type == "cpu" else None
 
     torch.manual_seed(cfg.seed)
     model = spec.parallelize(build_model(mcfg).to(device=device, dtype=dtype), dims)
     engine = zero_engine(model, dims, cfg.zero, cfg.dtype, cfg.batch) if cfg.zero else None
     optimizer = make_optimizer(model, cfg.dtype) if cfg.mode == "train" and not engine else None
     step = make_step(cfg.mode, model, dims, optimizer, cfg.sample_steps, mcfg.in_channels, engine, cfg.cfg)
-    data = DataStream(mcfg, cfg, comm.rank(dims.dp_group), cfg.warmup + cfg.iters + 1, device, dtype)
+    data = DataStream(mcfg, cfg, comm.rank(dims.dp_group), cfg.warmup + cfg.iters + 2, device, dtype)
 
     bar = Progress(cfg.warmup + cfg.iters, enabled=progress and comm.world_rank() == 0)
     losses = []
@@ -77,8 +78,24 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None) -> 
     beat(cfg.warmup + cfg.iters)
     with Ledger(timed=True) as led:
         step(data[cfg.warmup + cfg.iters])
-    mem = {"peak": measure.peak_memory_bytes(device), "base": base_mem, "reset": peak_reset}
+    mem = _live_peak(step, data[cfg.warmup + cfg.iters + 1], device, beat, cfg.warmup + cfg.iters + 1)
+    # CPU: the live peak over the heap's live bytes before the model; the resident peak over the RSS then
+    mem.update(base=base_live if mem["rss"] is not None else base_mem, base_rss=base_mem, reset=peak_reset)
     return _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, mem)
+
+
+def _live_peak(step, batch, device, beat, index: int) -> dict:
+    """GPU: the allocator's peak over the steps above. CPU: the peak of live heap bytes over one more
+    step, untimed (measure.LivePeak), beside the resident peak of the timed steps."""
+    rss = measure.peak_memory_bytes(device)
+    if device.type == "cuda" or measure.live_heap_bytes() is None:
+        how = ("the timed steps: the CUDA allocator's peak of allocated bytes" if device.type == "cuda" else
+               "the timed steps: CPU resident peak, with what the allocator kept (no glibc mallinfo2 here)")
+        return {"peak": rss, "rss": None, "how": how}
+    beat(index)
+    with measure.LivePeak() as live:
+        step(batch)
+    return {"peak": live.peak, "rss": rss, "how": measure.LIVE_PEAK}
 
 
 ORACLE_PARTS = ("output", "grads", "input_grad")   # oracle_max_abs_err is their max
@@ -99,7 +116,8 @@ def _oracle(cfg, spec, mcfg, shape, dims, device, dtype) -> dict:
 
 def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, mem) -> dict | None:
     per_rank = comm.all_gather_object({
-        "times": times, "peak_mem": mem["peak"], "base_mem": mem["base"],
+        "times": times, "peak_mem": mem["peak"], "base_mem": mem["base"], "rss": mem["rss"],
+        "base_rss": mem["base_rss"],
         "losses": [None if l is None else float(l) for l in losses],
         "dp_rank": comm.rank(dims.dp_group), "sp_rank": comm.rank(dims.sp_group),
         "comm": led.totals(), **environ.local_facts(device),
@@ -122,6 +140,10 @@ def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, m
         "mem_model": model, "mem_run_bytes": max(r["peak_mem"] - r["base_mem"] for r in per_rank),
         "engine_comm": engine_comm(spec, mcfg, dims, TORCH_DTYPES[cfg.dtype].itemsize, cfg.zero) or None,
         "mem_base_bytes_per_rank": [r["base_mem"] for r in per_rank], "peak_mem_reset": mem["reset"],
+        "mem_peak_step": mem["how"],
+        # CPU: the timed steps' resident peak over the resident size before the model, as measured before
+        "rss_run_bytes": (None if per_rank[0]["rss"] is None
+                          else max(r["rss"] - r["base_rss"] for r in per_rank)),
         "attn_kernel": describe_kernels(device, TORCH_DTYPES[cfg.dtype], mcfg.heads, mcfg.hidden // mcfg.heads),
         "step_times_s": step_times, **measure.summarize(step_times),
         "peak_mem_bytes_per_rank": [r["peak_mem"] for r in per_rank],
