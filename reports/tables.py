@@ -140,7 +140,8 @@ def memory(runs, best) -> Table:
         data[f"{m}_peak_mem_bytes_per_rank"] = v.to_numpy()
         disp[f"{label(m)} (GiB)"] = _fill(v.map(lambda x: None if pd.isna(x) else fmt.gib(x)), cfgs, m, fails)
     return Table("memory", "Peak memory per rank (max over ranks), each method's best run", data, disp,
-                 ["On CPU the peak is the process's resident memory, not an accelerator's; "
+                 ["On CPU the peak is the C heap's live bytes at most (the record's mem_peak_step; a record "
+                  "without it: the resident peak), the whole process's, not an accelerator's; "
                   "— in a measured run: not reported."])
 
 

@@ -15,9 +15,10 @@ Fields (units in the name where it matters):
 - memory: peak_mem_bytes (max over ranks), peak_mem_bytes_per_rank (the timed steps' peak: reset
   after the oracle and the warm-up, peak_mem_reset), mem_base_bytes_per_rank, mem_run_bytes (the
   most a rank added over its base), mem_model (the memory model's bytes by part for this config),
-  mem_peak_step (which step the peak is of: on CPU an untimed step after the timed ones, with glibc
-  unmapping large freed blocks, so that the resident peak counts live tensors as a device
-  allocator's peak does, not what the heap kept from earlier transients);
+  mem_peak_step (what the peak is: on CPU glibc's live heap bytes at most, sampled per operation
+  of an untimed step after the timed ones, as a device allocator's peak counts live bytes, not
+  what the heap kept of earlier transients), rss_run_bytes (CPU: the timed steps' resident peak
+  over the resident size before the model);
 - engine_comm {"tag/op.phase": bytes}: under --zero 1|2, DeepSpeed's own gradient reduce-scatter
   and parameter all-gather, accounted from the ZeRO formula (not recorded in the ledger);
 - communication (per rank per step, wire bytes, nccl-tests convention): comm_wire_bytes, comm
