@@ -8,7 +8,7 @@ from dspbench.methods.dims import Dims, build_dims
 from dspbench.methods.spec import MethodSpec, Op
 
 BUILTIN = ("single", "dsp", "ulysses", "ulysses_all", "ring", "megatron_sp", "ulysses_deepspeed", "usp",
-           "allgather_kv", "ring_flash", "torch_cp", "dsp_hybrid")
+           "allgather_kv", "ring_flash", "torch_cp", "dsp_hybrid", "megatron_lm")
 ENTRY_POINT_GROUP = "dspbench.methods"
 
 

@@ -257,6 +257,28 @@ class _GatherOutput(Function):
         return _chunk(g, dim, group).contiguous(), None, None, None
 
 
+class _GatherLinearRegather(Function):
+    """Megatron-LM's column-parallel linear under sequence parallelism: all-gather the sequence shard,
+    apply the linear, and keep only the shard for the backward, which gathers it again for the
+    weight gradient (one more all-gather) instead of holding the full-length input."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, dim, group, tag, regather_tag):
+        ctx.args = (dim, group, tag, regather_tag)
+        ctx.save_for_backward(x, weight)
+        return torch.nn.functional.linear(_all_gather(x, dim, group, tag), weight, bias)
+
+    @staticmethod
+    def backward(ctx, g):
+        dim, group, tag, regather_tag = ctx.args
+        x, weight = ctx.saved_tensors
+        full = _all_gather(x, dim, group, regather_tag)
+        g2 = g.reshape(-1, g.shape[-1])
+        grad_w = g2.t().matmul(full.reshape(-1, full.shape[-1]))
+        grad_x = _reduce_scatter(g.matmul(weight), dim, group, tag)
+        return grad_x, grad_w, g2.sum(0), None, None, None, None
+
+
 # ---------------------------------------------------------------- band 3: public wrappers
 def all_to_all(x, scatter_dim: int, gather_dim: int, group: Group, tag: str):
     """forward: all-to-all, scatter `scatter_dim`, gather `gather_dim`; backward: the same with dims swapped."""
@@ -266,6 +288,12 @@ def all_to_all(x, scatter_dim: int, gather_dim: int, group: Group, tag: str):
 def gather_from_seq(x, dim: int, group: Group, tag: str):
     """forward: all-gather along `dim`; backward: reduce-scatter along `dim` (Megatron-SP's entry to TP)."""
     return _GatherFromSeq.apply(x, dim, group, tag)
+
+
+def gather_linear_regather(x, weight, bias, dim: int, group: Group, tag: str, regather_tag: str):
+    """linear(all-gather of x along `dim`) keeping only x for the backward; backward: all-gather x
+    again (`regather_tag`) for the weight gradient, reduce-scatter the input gradient (`tag`)."""
+    return _GatherLinearRegather.apply(x, weight, bias, dim, group, tag, regather_tag)
 
 
 def reduce_scatter_to_seq(x, dim: int, group: Group, tag: str):

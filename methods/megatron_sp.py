@@ -33,14 +33,18 @@ def _sharded_param(full: torch.Tensor, spec: ShardSpec) -> nn.Parameter:
 class ColumnParallelLinear(nn.Module):
     """Output features split N ways (per fused chunk: q|k|v keep their head order)."""
 
-    def __init__(self, lin: nn.Linear, chunks: int, dims, gather: bool):
+    def __init__(self, lin: nn.Linear, chunks: int, dims, gather: bool, regather: bool = False):
         super().__init__()
         spec = ShardSpec(dim=0, chunks=chunks, index=comm.rank(dims.sp_group), parts=dims.sp)
         self.weight = _sharded_param(lin.weight, spec)
         self.bias = _sharded_param(lin.bias, spec)
         self.gather, self.dim, self.group = gather, dims.shard_dim, dims.sp_group
+        self.regather = regather and gather
 
     def forward(self, x):
+        if self.regather:       # megatron_lm: keep the shard, gather again in the backward
+            return comm.gather_linear_regather(x, self.weight, self.bias, self.dim, self.group, "tp_gather",
+                                               "tp_regather")
         if self.gather:
             x = comm.gather_from_seq(x, self.dim, self.group, "tp_gather")   # (.., L/N, ..) -> (.., L, ..)
         return F.linear(x, self.weight, self.bias)
@@ -85,7 +89,7 @@ def _plan(mod: nn.Module):
     return []
 
 
-def _parallelize(model, dims):
+def _parallelize(model, dims, regather: bool = False):
     shard_sequence(model, dims.shard_dim, dims.sp_group)
     for mod in list(model.modules()):
         for name, kind, chunks in _plan(mod):
@@ -95,7 +99,7 @@ def _parallelize(model, dims):
             elif kind == "row":
                 new = RowParallelLinear(lin, dims)
             else:
-                new = ColumnParallelLinear(lin, chunks, dims, gather=(kind == "col"))
+                new = ColumnParallelLinear(lin, chunks, dims, gather=(kind == "col"), regather=regather)
             setattr(mod, name, new)
     return model
 
@@ -105,17 +109,18 @@ def _check(cfg, shape, dims):
 
 
 def _forward_ops(cfg, shape, dims, b):
-    regions = _gathered_inputs(cfg)        # self-attentions, cross-attentions, MLPs
+    regions = gathered_inputs(cfg)        # self-attentions, cross-attentions, MLPs
     M = act_bytes(cfg, shape, b)           # full activation: the gathered output / scattered input
     return [Op("tp_gather", "all_gather", M, regions), Op("tp_scatter", "reduce_scatter", M, regions),
             Op("tp_text_gather", "all_gather", text_bytes(cfg, shape, b), cfg.n_text_out)]
 
 
-def _gathered_inputs(cfg):
+def gathered_inputs(cfg):
     """Column-parallel linears that gather their input, over the block stack (the forward's tp_gather
     count): autograd keeps each gathered input, full length, for the weight gradient. Megatron-LM
-    instead keeps the shard and gathers again in the backward (one more all-gather per linear); this
-    implementation moves the paper's bytes and pays in memory (bench/cost/memory.py)."""
+    instead keeps the shard and gathers again in the backward, one more all-gather per linear
+    (methods/megatron_lm.py); this method moves the paper's bytes and pays in memory
+    (bench/cost/memory.py)."""
     return cfg.n_self_attn + cfg.n_cross_attn + cfg.n_blocks
 
 
@@ -132,5 +137,5 @@ METHOD = MethodSpec(
     name="megatron_sp", summary="tensor parallel + sequence parallel regions (AG before column, RS after row)",
     constraints="heads % sp == 0 and the sharded dim % sp == 0",
     check=_check, parallelize=_parallelize, forward_ops=_forward_ops, sharded_params=_sharded_params,
-    unsharded_saved=_gathered_inputs,
+    unsharded_saved=gathered_inputs,
 )

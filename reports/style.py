@@ -12,7 +12,7 @@ import matplotlib
 matplotlib.use("Agg")   # reports run headless (CI, SLURM nodes): never ask for a display
 
 METHOD_ORDER = ("dsp", "dsp_hybrid", "ulysses", "ulysses_all", "ulysses_deepspeed", "ring", "ring_flash",
-                "allgather_kv", "torch_cp", "usp", "megatron_sp", "single")
+                "allgather_kv", "torch_cp", "usp", "megatron_sp", "megatron_lm", "single")
 # Okabe-Ito (colour-blind safe; USP: Tol's wine); DSP gets the strongest hue: every figure compares against it.
 PALETTE = {
     "dsp": "#D55E00",
@@ -26,6 +26,7 @@ PALETTE = {
     "torch_cp": "#332288",
     "usp": "#882255",
     "megatron_sp": "#CC79A7",
+    "megatron_lm": "#E6B3D0",     # Megatron-SP's hue, lighter: the same method keeping shards, re-gathering
     "single": "#7F7F7F",
 }
 LABELS = {
@@ -33,6 +34,7 @@ LABELS = {
     "ulysses_all": "Ulysses (every attention)",
     "ring": "Ring Attention", "ring_flash": "ring-flash-attn", "allgather_kv": "All-gather KV (Llama 3 CP)",
     "torch_cp": "torch context_parallel", "usp": "USP (Ulysses × Ring)", "megatron_sp": "Megatron-SP",
+    "megatron_lm": "Megatron-LM SP (re-gather)",
     "single": "single device",
 }
 # Paper Table 3 (forward, per layer, paper's convention): the formula and its factor of M. Ulysses
@@ -42,6 +44,7 @@ PAPER_TABLE3 = {
     "dsp": ("2M/N", lambda n: 2 / n), "ulysses": ("4M/N", lambda n: 4 / n),
     "ulysses_all": ("8M/N", lambda n: 8 / n), "ulysses_deepspeed": ("4M/N", lambda n: 4 / n), "ring": ("2M", lambda n: 2.0),
     "megatron_sp": ("8M", lambda n: 8.0),
+    "megatron_lm": ("8M", lambda n: 8.0),     # the forward of megatron_sp; its backward adds the re-gathers
     # not in the paper: the same convention (whole tensors moved per device) for the newer methods
     "allgather_kv": ("2M", lambda n: 2.0), "ring_flash": ("2M", lambda n: 2.0), "torch_cp": ("2M", lambda n: 2.0),
 }

@@ -15,7 +15,7 @@ from dspbench.models.params import flops_per_sample
 from fake_tasks import fake_step
 from oracle_tasks import assert_matches_oracle
 
-METHODS = ["dsp", "ulysses", "ulysses_all", "ring", "megatron_sp", "usp"]
+METHODS = ["dsp", "ulysses", "ulysses_all", "ring", "megatron_sp", "megatron_lm", "usp"]
 
 
 # ---------------------------------------------------------------- the model

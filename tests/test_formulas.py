@@ -7,7 +7,7 @@ from dspbench.models import ModelConfig, Shape
 from fake_tasks import fake_step
 
 NS = [2, 4, 8, 16, 64]
-METHODS = ["dsp", "ulysses", "ulysses_all", "ring", "megatron_sp", "allgather_kv"]
+METHODS = ["dsp", "ulysses", "ulysses_all", "ring", "megatron_sp", "megatron_lm", "allgather_kv"]
 
 
 def cfg_for(layout: str, n: int, ckpt: bool = False) -> ModelConfig:

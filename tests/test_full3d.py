@@ -18,7 +18,7 @@ from dspbench.models.params import flops_per_sample, param_count
 from fake_tasks import fake_step
 from oracle_tasks import assert_matches_oracle
 
-METHODS = ["ulysses", "ring", "usp", "megatron_sp", "allgather_kv"]
+METHODS = ["ulysses", "ring", "usp", "megatron_sp", "megatron_lm", "allgather_kv"]
 MODELS = ["full3d-tiny", "full3d-joint-tiny"]
 HAS_DS = importlib.util.find_spec("deepspeed") is not None
 
@@ -99,7 +99,7 @@ def test_method_equals_oracle_on_full3d(rank_pool, world, method, model):
 def test_joint_shard_space_uneven_split_checkpointed(rank_pool, method):
     # Shard S (tokens of every frame), USP at 2x2 (6 heads), recompute under checkpointing.
     res = rank_pool(4).run(ot.oracle_case, method, "full3d-joint-tiny", (1, 2, 16), 4, shard="S", ckpt=True,
-                           hidden=48, heads=4 if method in ("ulysses", "megatron_sp") else 6, depth=3)
+                           hidden=48, heads=4 if method in ("ulysses", "megatron_sp", "megatron_lm") else 6, depth=3)
     assert_matches_oracle(res, 4)
 
 

@@ -37,3 +37,14 @@ def test_the_unsharded_term_is_megatron_sp_s_alone_and_training_only():
     full = unsharded_bytes(meg, cfg, shape, 4, "fp32", "train")
     # checkpointing keeps one block's gathered inputs (its recompute), not the stack's
     assert unsharded_bytes(meg, get_config("stdit-tiny", grad_ckpt=True), shape, 4, "fp32", "train") == full / cfg.n_blocks
+
+
+@pytest.mark.parametrize("world,model,shape", CASES[:2])
+def test_megatron_lm_keeps_only_shards_as_the_memory_model_says(rank_pool, world, model, shape):
+    """megatron_lm re-gathers in the backward instead: it saves no more than DSP (less its text K/V),
+    and the model gives it no unsharded term."""
+    pool = rank_pool(world)
+    dsp = pool.run(ot.saved_activation_bytes, "dsp", model, shape, world)[0]
+    lm = pool.run(ot.saved_activation_bytes, "megatron_lm", model, shape, world)[0]
+    assert 0.97 * dsp <= lm <= dsp, (lm, dsp)
+    assert unsharded_bytes(get_method("megatron_lm"), get_config(model), Shape(*shape), world, "fp32", "train") == 0

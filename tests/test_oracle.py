@@ -11,7 +11,7 @@ from oracle_tasks import assert_matches_oracle
 
 pytestmark = pytest.mark.gloo
 
-METHODS = ["dsp", "ulysses", "ulysses_all", "ring", "megatron_sp", "allgather_kv"]
+METHODS = ["dsp", "ulysses", "ulysses_all", "ring", "megatron_sp", "megatron_lm", "allgather_kv"]
 MODELS = ["stdit-tiny", "stdit3-tiny"]
 SHAPES = [(1, 4, 16), (2, 4, 16), (2, 8, 4)]     # B = 1, B > 1, T != S (T > S)
 
@@ -24,13 +24,13 @@ def test_method_equals_oracle(rank_pool, world, method, model, shape):
     assert_matches_oracle(rank_pool(world).run(ot.oracle_case, method, model, shape, world), world)
 
 
-@pytest.mark.parametrize("method", ["dsp", "ring", "ulysses", "ulysses_all", "allgather_kv"])
+@pytest.mark.parametrize("method", ["dsp", "ring", "ulysses", "ulysses_all", "allgather_kv", "megatron_lm"])
 def test_activation_checkpointing_stays_exact(rank_pool, method):
     # Recompute re-runs the blocks' communication in the backward: the formula counts it too.
     assert_matches_oracle(rank_pool(4).run(ot.oracle_case, method, "stdit-tiny", (1, 4, 16), 4, ckpt=True), 4)
 
 
-@pytest.mark.parametrize("method", ["ulysses", "ulysses_all", "ring", "megatron_sp", "allgather_kv"])
+@pytest.mark.parametrize("method", ["ulysses", "ulysses_all", "ring", "megatron_sp", "megatron_lm", "allgather_kv"])
 def test_embedded_methods_can_shard_space_instead(rank_pool, method):
     assert_matches_oracle(rank_pool(4).run(ot.oracle_case, method, "stdit3-tiny", (1, 2, 16), 4, shard="S"), 4)
 

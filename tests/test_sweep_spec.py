@@ -92,9 +92,9 @@ def test_unknown_sweep_name_lists_the_shipped_ones():
 
 # ---------------------------------------------------------------- expansion
 @pytest.mark.parametrize("name, points", [
-    ("cpu_smoke", 19),             # single on 1 rank + 7 SP methods x SP 2, 4 + (dsp, torch_cp) infer x SP 2, 4
+    ("cpu_smoke", 21),             # single on 1 rank + 8 SP methods x SP 2, 4 + (dsp, torch_cp) infer x SP 2, 4
     ("paper_v1_fig3", 108),        # (6 methods + 3 with a2a = list) x SP 2/4/8 x 4 (T, S)
-    ("paper_icml_scaling", 40),    # 5 methods x (4 weak + 5 strong), the 64-GPU point shared
+    ("paper_icml_scaling", 48),    # 6 methods x (4 weak + 5 strong), the 64-GPU point shared
     ("paper_inference", 21),       # (single + 6 methods on 8 GPUs) x 3 repeats
     ("plugin_vs_dsp", 18),         # dsp, dsp_overlap, ulysses x SP 2, 4 x 3 repeats
     ("full3d_smoke", 6),           # 6 methods on full3d-joint-tiny (DSP recorded not applicable)
@@ -187,10 +187,11 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys):
     out = capsys.readouterr().out
     # sp = "auto": every point resolves to its minimum SP on h100-ib, but for Megatron-SP at the
     # longest sequence on 128 GPUs: its gathered inputs do not fit at SP 16, and heads=16 caps its SP
-    assert "40 points" in out and "to run: 39, unsupported (recorded, not run): 1" in out
+    # (megatron_lm, which keeps shards and gathers again in the backward, fits there)
+    assert "48 points" in out and "to run: 47, unsupported (recorded, not run): 1" in out
     assert "1 x megatron_sp: no SP degree fits megatron_sp on 128 x h100-ib" in out
-    assert "| 32 | 4 x 8 | 10 | 2 | 128.0 |" in out           # 4 nodes x 8 GPUs x 2 h x 2 jobs
-    assert "| total | 53 nodes | 39 | 8 | 848.0 |" in out
+    assert "| 32 | 4 x 8 | 12 | 3 | 192.0 |" in out           # 4 nodes x 8 GPUs x 2 h x 3 jobs
+    assert "| total | 84 nodes | 47 | 13 | 1344.0 |" in out
     assert not results.exists()
 
 

@@ -25,7 +25,7 @@ from dspbench.records.config import RunConfig
 from dspbench.records.io import append_record
 
 PAPER_DATA = files("dspbench.reports.paper_data")   # the paper's numbers: data shared with reports
-METHODS = ("dsp", "ulysses", "ulysses_all", "ring", "megatron_sp")
+METHODS = ("dsp", "ulysses", "ulysses_all", "ring", "megatron_sp", "megatron_lm")
 BASELINES = ("ulysses", "ulysses_all")               # the two Ulysses conventions (docs/paper-setup.md)
 FIG3_SHAPES = ((64, 4096), (128, 4096), (256, 4096), (128, 9216))
 INFER_STEPS = 100   # assumption: OpenSora v1.0's IDDPM sampler, 100 steps

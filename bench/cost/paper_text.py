@@ -82,10 +82,9 @@ def scaling_md(rows, model: str) -> list[str]:
     methods = list(dict.fromkeys(r["method"] for r in rows))
     out = [f"## ICML scaling: {model}, S=4096, bf16, ZeRO-2, checkpointing, H100 nodes of 8 on InfiniBand; "
            "each method at its minimum SP (rest DP)", "",
-           "megatron_sp here: each column-parallel linear keeps "
-           "its gathered, full-length input for the weight gradient, one block's worth under checkpointing. "
-           "Megatron-LM keeps the shard and gathers again in the backward (one more all-gather per linear); "
-           "where megatron_sp has no fit below, that variant would trade the memory for that traffic.", "",
+           "megatron_sp keeps each column-parallel linear's gathered, full-length input for the weight "
+           "gradient (one block's worth under checkpointing); megatron_lm keeps the shard and gathers it "
+           "again in the backward, as Megatron-LM does: one more all-gather per linear for that memory.", "",
            "| tokens | T | GPUs | " + " | ".join(f"{m} SP / samples/s" for m in methods) + " | DSP speed-up vs " +
            ", ".join(methods[1:]) + " |", "|" + "---|" * (4 + len(methods))]
     keys = list(dict.fromkeys((r["frames"], r["gpus"]) for r in rows))
