@@ -70,7 +70,7 @@ def record_ring_flash_attn(module, kv_tag: str, dkv_tag: str) -> None:
     That module builds a `RingComm` per forward (K, V) and two per backward (K, V, then the dK, dV
     accumulators), each posting `batch_isend_irecv` itself. Its `RingComm` name is replaced by a
     subclass that runs the library's code unchanged and records one `send_recv` event per
-    `commit()` (the bytes of the tensors it sends), as `comm.RingExchange.start` does; and its
+    `commit()` (the bytes of the tensors it sends), as `comm_async.RingExchange.start` does; and its
     forward and backward functions by wrappers that say which tags their RingComms get, in the
     order they create them. Timed ledgers time each exchange alone (waited inside the stopwatch;
     the library's own wait then finds nothing left). Idempotent.

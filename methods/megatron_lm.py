@@ -10,13 +10,13 @@ from functools import partial
 
 from dspbench.methods import megatron_sp
 from dspbench.methods.common import act_bytes
-from dspbench.methods.spec import CONJUGATE, MethodSpec, Op
+from dspbench.methods.spec import MethodSpec, Op, conjugates
 
 
 def _backward_ops(cfg, shape, dims, b):
     fwd = megatron_sp.METHOD.forward_ops(cfg, shape, dims, b)
     regather = Op("tp_regather", "all_gather", act_bytes(cfg, shape, b), megatron_sp.gathered_inputs(cfg))
-    return [o._replace(op=CONJUGATE[o.op]) for o in fwd] + [regather]
+    return conjugates(fwd) + [regather]
 
 
 METHOD = MethodSpec(

@@ -16,7 +16,7 @@ from torch import nn
 from torch.autograd import Function
 
 from dspbench.models.layers import LocalAttention
-from dspbench.methods import comm
+from dspbench.methods import comm, comm_async
 from dspbench.methods.attn_kernels import block_backward, block_forward
 from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
 from dspbench.methods.spec import MethodSpec, Op
@@ -34,7 +34,7 @@ def _merge(out, lse, blk_out, blk_lse):
 class _RingAttention(Function):
     @staticmethod
     def forward(ctx, q, k, v, kt, vt, group):
-        ring, n = comm.RingExchange(group), comm.size(group)
+        ring, n = comm_async.RingExchange(group), comm.size(group)
         scale = q.shape[-1] ** -0.5
         kv = [k, v]
         out = lse = None
@@ -58,7 +58,7 @@ class _RingAttention(Function):
     @staticmethod
     def backward(ctx, dout):
         q, k, v, kt, vt, out, lse = ctx.saved_tensors
-        ring, n = comm.RingExchange(ctx.group), comm.size(ctx.group)
+        ring, n = comm_async.RingExchange(ctx.group), comm.size(ctx.group)
         dout = dout.contiguous()
         kv, dq, dkv = [k, v], torch.zeros_like(q, dtype=torch.float32), None
         dkt = dvt = None

@@ -107,14 +107,18 @@ def step_plan(spec: MethodSpec, cfg, shape, dims, dtype, mode, engine: bool = Fa
     return plan
 
 
+def conjugates(fwd: list[Op]) -> list[Op]:
+    """The backward of forward collectives whose autograd pairs are conjugates (comm.py band 2)."""
+    return [o._replace(op=CONJUGATE[o.op]) for o in fwd]
+
+
 def _sp_plan(spec: MethodSpec, cfg, shape, dims, dtype, mode) -> list[tuple[str, Op]]:
     b = dtype_size(dtype)
     fwd = spec.forward_ops(cfg, shape, dims, b)
     plan = [("fwd", op) for op in fwd]
     plan.append(("fwd", Op("seq_gather", "all_gather", out_bytes(cfg, shape, b), 1)))
     if mode == "train":
-        bwd = spec.backward_ops(cfg, shape, dims, b) if spec.backward_ops else [
-            o._replace(op=CONJUGATE[o.op]) for o in fwd]
+        bwd = spec.backward_ops(cfg, shape, dims, b) if spec.backward_ops else conjugates(fwd)
         if cfg.grad_ckpt:   # checkpointed blocks re-run their forward (and its comm) in the backward
             bwd = fwd + bwd
         plan += [("bwd", op) for op in bwd]

@@ -21,7 +21,7 @@ from torch import nn
 from dspbench.methods import comm
 from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence, text_bytes
 from dspbench.methods.ring import RingAttention
-from dspbench.methods.spec import CONJUGATE, MethodSpec, Op
+from dspbench.methods.spec import MethodSpec, Op, conjugates
 from dspbench.methods.ulysses import gather_heads, joint_heads
 
 L_DIM, H_DIM = 1, 2   # of q, k, v (B', L, H, D)
@@ -116,7 +116,7 @@ def _forward_ops(cfg, shape, dims, b):
 def _backward_ops(cfg, shape, dims, b):
     u, r, shard, n = _ops(cfg, shape, dims, b)
     dkv = 2 * act_bytes(cfg, shape, 4) // dims.sp   # fp32 dK, dV accumulators, r hops home (ring.py)
-    ulysses = [o._replace(op=CONJUGATE[o.op]) for o in _ulysses_ops(cfg, shape, b, u, shard, n)]
+    ulysses = conjugates(_ulysses_ops(cfg, shape, b, u, shard, n))
     return ulysses + [Op("ring_kv", "send_recv", 2 * shard, (r - 1) * n, ranks=r),
                       Op("ring_dkv", "send_recv", dkv, r * n if r > 1 else 0, ranks=r)]
 

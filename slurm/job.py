@@ -3,10 +3,10 @@
 Every task of the job (one per rank) walks the same list of configurations. For each it starts its rank
 as a subprocess, `python -m dspbench.cli run --launcher env ... --outcome-prefix logs/.../<run_id>`,
 with a fresh MASTER_PORT (task 0 picks a free one: ports.py) and a wall-clock deadline, so a crash or
-a hang costs one data point, not the job. Every rank leaves a heartbeat and its outcome beside its log, rank 0 its record (outcome.py); task
-0 appends the configuration's one record to the job's records file, naming the culprit rank and the
-kind (timeout vs error) from all ranks' accounts. Task 0 then marks the configuration done (logs/): the
-other tasks stop their rank of it shortly after that mark and wait for it before starting the next
+a hang costs one data point, not the job. Every rank leaves a heartbeat and its outcome beside its
+log, rank 0 its record (outcome.py); task 0 appends the configuration's one record to the job's
+records file, naming the culprit rank and the kind (timeout vs error) from all ranks' accounts. Task
+0 then marks the configuration done (logs/): the other tasks stop their rank of it shortly after that mark and wait for it before starting the next
 configuration, so the ranks of a configuration start together and no rendezvous waits on a laggard.
 
 Preemption and time limits: SLURM sends USR2 `signal_delay_s` before the end. Task 0 notes it, lets

@@ -43,8 +43,13 @@ def read_outcome(path: Path) -> tuple[str, str] | None:
 
 
 def write_outcome(path: Path, status: str, error: str) -> None:
+    write_atomic(path, json.dumps({"status": status, "error": error}))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write then rename: a task on another node never reads half a file."""
     tmp = Path(f"{path}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"status": status, "error": error}))
+    tmp.write_text(text)
     os.replace(tmp, path)
 
 

@@ -13,10 +13,11 @@ its record says so.
 from __future__ import annotations
 
 import hashlib
-import os
 import socket
 import time
 from pathlib import Path
+
+from dspbench.slurm.outcome import write_atomic
 
 PORT_LOW, PORT_HIGH = 20000, 32768     # [low, high): below Linux's default ephemeral range
 PROBES = 64                            # candidates task 0 tries before it gives up and takes the first
@@ -48,10 +49,8 @@ def choose(key: str) -> int:
 
 
 def publish(path: Path, port: int) -> None:
-    """Write then rename: a task on another node never reads half a number."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(str(port))
-    os.replace(tmp, path)
+    """Task 0: the port, for the other tasks (never half a number: outcome.write_atomic)."""
+    write_atomic(path, str(port))
 
 
 def wait_published(path: Path, timeout_s: float, poll_s: float = 0.2, stop=lambda: False) -> int | None:

@@ -82,8 +82,9 @@ def test_only_the_comm_layer_touches_torch_distributed():
     root = Path(__file__).resolve().parents[1]
     files = [p for d in ("bench", "methods", "models", "slurm", "reports", "examples") for p in (root / d).rglob("*.py")]
     assert len(files) > 50
-    # the recorded layer, its unrecorded band, and its DTensor band (torch_cp: torch issues the calls)
-    layer = {"methods/comm.py", "methods/comm_raw.py", "methods/comm_dtensor.py"}
+    # the recorded layer, its asynchronous band, its unrecorded band, and its DTensor band (torch_cp:
+    # torch issues the calls)
+    layer = {"methods/comm.py", "methods/comm_async.py", "methods/comm_raw.py", "methods/comm_dtensor.py"}
     hits = [h for p in files if p.relative_to(root).as_posix() not in layer for h in _uses_c10d(p)]
     assert hits == [], "collectives must go through methods/comm.py (ledger): " + ", ".join(hits)
     assert _uses_c10d(root / "methods" / "comm.py"), "the check itself finds the comm layer's imports"

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import oracle_tasks as ot
-from dspbench.methods import BUILTIN, available, comm, get_method
+from dspbench.methods import BUILTIN, available, comm, comm_async, get_method
 from dspbench.methods.ledger import Ledger
 from dspbench.models import ModelConfig, Shape, build_model, make_inputs
 from fake_tasks import fake_step
@@ -19,7 +19,7 @@ needs_plugin = pytest.mark.skipif(
     NAME not in available(), reason="example plugin not installed: python -m pip install -e examples/dsp_overlap")
 
 
-# ---------------------------------------------------------------- comm.all_to_all_async (no plugin needed)
+# ---------------------------------------------------------------- comm_async.all_to_all_async (no plugin needed)
 def async_matches_blocking(world_seed: int = 0):
     """all_to_all_async: same values, gradients and ledger events as all_to_all (rank-side task)."""
     g = torch.Generator().manual_seed(world_seed + comm.world_rank())
@@ -33,7 +33,7 @@ def async_matches_blocking(world_seed: int = 0):
             if name == "blocking":
                 o = comm.all_to_all(xi, 2, 1, None, "t")
             else:
-                o = comm.all_to_all_async(xi, 2, 1, None, "t").wait()
+                o = comm_async.all_to_all_async(xi, 2, 1, None, "t").wait()
             (o * y).sum().backward()
         out[name] = (o.detach(), xi.grad, [(e.op, e.phase, e.payload_bytes) for e in led.events])
     return all(torch.equal(a, b) if torch.is_tensor(a) else a == b for a, b in zip(out["blocking"], out["async"]))

@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from dspbench.methods import comm, comm_raw
+from dspbench.methods import comm, comm_async, comm_raw
 from dspbench.calibrate.timing import loop_samples, samples, timed
 from dspbench.methods.ledger import BUS_FACTOR, wire_bytes
 
@@ -39,7 +39,7 @@ def _collective(op: str, size: int, n: int, device, group=None):
         b = buf(el)
         return el, lambda: comm_raw.raw_all_reduce_(b, group)
     if op == "send_recv":
-        ring, t = comm.RingExchange(group), buf(el)
+        ring, t = comm_async.RingExchange(group), buf(el)
         return el, lambda: ring.start([t], "calibrate").wait()
     raise ValueError(f"unknown op {op!r}")
 
@@ -109,7 +109,7 @@ def bench_overlap(size: int, iters: int, device, ranks_per_host: int = 1) -> dic
     compute), clamped to [0, 1]: 1 = the shorter one is fully hidden, 0 = they serialise."""
     n = comm.world_size()
     el = max(n, size // 4)
-    ring, t = comm.RingExchange(None), torch.ones(el, dtype=torch.float32, device=device)
+    ring, t = comm_async.RingExchange(None), torch.ones(el, dtype=torch.float32, device=device)
     a = torch.randn(256, 256, device=device)
     hop = lambda: ring.start([t], "calibrate").wait()
     comm_s = timed(hop, iters, 1)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from dspbench.methods import MethodSpec, Op, comm
+from dspbench.methods import MethodSpec, Op, comm, comm_async
 from dspbench.methods import dsp as _dsp
 from dspbench.methods.common import act_bytes, attentions, n_attn, shard_sequence
 from dspbench.models.layers import AxisAttention
@@ -42,14 +42,14 @@ class OverlappedSwitchAttention(AxisAttention):
         # (B, T/N, .., D, .., C) -> K x (B, T/N, .., D/K, .., C): independent for attention over T.
         parts = x.chunk(chunks_for(x.shape[target], n), target)
         # chunk: (B, T/N, .., D/K, .., C) -a2a(D->T)-> (B, T, .., D/(KN), .., C)
-        pending = comm.all_to_all_async(parts[0], target, entry, g, "switch")
+        pending = comm_async.all_to_all_async(parts[0], target, entry, g, "switch")
         back = []
         for i in range(len(parts)):
             xi = pending.wait()
             if i + 1 < len(parts):   # the next chunk travels while this one is attended over
-                pending = comm.all_to_all_async(parts[i + 1], target, entry, g, "switch")
+                pending = comm_async.all_to_all_async(parts[i + 1], target, entry, g, "switch")
             # (B, T, .., D/(KN), .., C) -a2a(T->D)-> (B, T/N, .., D/K, .., C), waited at the end
-            back.append(comm.all_to_all_async(super().forward(xi), entry, target, g, "switch"))
+            back.append(comm_async.all_to_all_async(super().forward(xi), entry, target, g, "switch"))
         return torch.cat([b.wait() for b in back], dim=target)
 
 
