@@ -16,10 +16,13 @@ SCRIPT = ROOT / "bench" / "gpu" / "check.sh"
 METHODS = {"single", "dsp", "ulysses", "ring", "megatron_sp", "usp"}
 
 
-def _run(*args, timeout=600):
+ENTRY = ROOT / "bench" / "gpu_check.sh"     # the name a GPU session runs first: forwards to SCRIPT
+
+
+def _run(*args, timeout=600, script=SCRIPT):
     env = {**os.environ, "PYTHON": sys.executable}
     env.pop("OUT", None)
-    return subprocess.run(["bash", str(SCRIPT), *map(str, args)], capture_output=True, text=True, env=env,
+    return subprocess.run(["bash", str(script), *map(str, args)], capture_output=True, text=True, env=env,
                           timeout=timeout)
 
 
@@ -28,8 +31,9 @@ def _records(path: Path) -> list[dict]:
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the no-CUDA stop needs a machine without CUDA")
-def test_gpu_mode_without_cuda_stops_cleanly(tmp_path):
-    res = _run(tmp_path)
+@pytest.mark.parametrize("script", [SCRIPT, ENTRY], ids=["gpu/check.sh", "gpu_check.sh"])
+def test_gpu_mode_without_cuda_stops_cleanly(tmp_path, script):
+    res = _run(tmp_path, script=script)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "no CUDA device" in res.stdout
     assert json.loads((tmp_path / "env.json").read_text())["cuda_available"] is False

@@ -14,7 +14,7 @@ from dspbench.cost.predict import predicted_record
 from dspbench.records.config import RunConfig
 
 SHAPES = {"480p": (21, 1560), "720p": (21, 3600)}
-METHODS = ("dsp", "ulysses", "ring", "usp", "allgather_kv", "megatron_sp")
+METHODS = ("dsp", "ulysses", "ring", "usp", "allgather_kv", "megatron_sp", "megatron_lm")
 MODELS = ("full3d-14b", "full3d-joint-14b")
 TRAIN = dict(dtype="bf16", grad_ckpt=True, backend="nccl", mode="train", shard="S", zero=2)
 SAMPLE_STEPS = 50   # assumption: Wan 2.1's default T2V sampler steps
@@ -104,12 +104,14 @@ DISCUSSION = """
   models that keep some factorized blocks (`hybrid3d`).
 - **Training at the minimum SP, the methods tie within 1-2%.** With ZeRO-2 (DeepSpeed's engine
   shards gradients and optimizer states) and checkpointing, the 14B class fits on 8 GPUs at SP 2
-  (480p) and SP 4 (720p; Megatron-SP at SP 2, as it also shards the weights), and at SP 1-2 from 16
+  (480p) and SP 4 (720p; Megatron-SP and Megatron-LM SP at SP 2, as they also shard the weights;
+  the re-gathering Megatron-LM SP runs within 1% of Megatron-SP here), and at SP 1-2 from 16
   GPUs up; communication is then a few percent of a step dominated by O(L^2) attention over
   33k-76k tokens.
 - **Inference inside one node (SP 8): Ring leads by 2-4%**, since its K/V hops hide under the long
   attention (the profile's overlap), Ulysses and USP (here 8 x 1) expose 1.8-4 s of all-to-alls per
-  video, all-gather KV 7-15 s, Megatron-SP 13-45 s (its 8M per layer).
+  video, all-gather KV 7-15 s, Megatron-SP 13-45 s (its 8M per layer; Megatron-LM SP is the same
+  without a backward).
 - **Across two nodes (SP 16) USP wins by ~1.6x over Ring at 720p**: Ulysses cannot split 40 heads
   16 ways, USP runs 8 (NVLink) x 2 (InfiniBand ring), and the pure ring and all-gather KV pay
   InfiniBand on every hop. At 480p S = 1560 does not divide by 16 (no padding in this suite).
