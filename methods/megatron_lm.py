@@ -23,7 +23,7 @@ METHOD = MethodSpec(
     name="megatron_lm",
     summary="megatron_sp keeping the sequence shard, all-gathered again in the backward (Megatron-LM)",
     constraints=megatron_sp.METHOD.constraints,
-    check=megatron_sp.METHOD.check,
+    check=megatron_sp.tp_check("megatron_lm"),
     parallelize=partial(megatron_sp.METHOD.parallelize, regather=True),
     forward_ops=megatron_sp.METHOD.forward_ops,
     backward_ops=_backward_ops,

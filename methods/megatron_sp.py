@@ -104,8 +104,12 @@ def _parallelize(model, dims, regather: bool = False):
     return model
 
 
-def _check(cfg, shape, dims):
-    return heads_divisible(cfg, dims.sp, "megatron_sp") or shard_divisible(cfg, shape, dims)
+def tp_check(name: str):
+    """The check of a method that splits heads as Megatron-SP does; its reasons name `name`."""
+    return lambda cfg, shape, dims: heads_divisible(cfg, dims.sp, name) or shard_divisible(cfg, shape, dims)
+
+
+_check = tp_check("megatron_sp")
 
 
 def _forward_ops(cfg, shape, dims, b):
