@@ -99,6 +99,8 @@ def test_unknown_sweep_name_lists_the_shipped_ones():
     ("plugin_vs_dsp", 18),         # dsp, dsp_overlap, ulysses x SP 2, 4 x 3 repeats
     ("full3d_smoke", 6),           # 6 methods on full3d-joint-tiny (DSP recorded not applicable)
     ("full3d_wan", 216),           # 4 models x 480p/720p x 9 methods x 3 repeats
+    ("multinode_smoke", 12),       # 6 methods x SP 2 (inside a node), 4 (across both) on 2 x 2
+    ("multinode_2x4", 18),         # 6 methods x SP 2, 4 (inside a node), 8 (across both) on 2 x 4
 ])
 def test_shipped_sweeps_expand(name, points):
     cfgs = expand(load_sweep(name))
@@ -271,3 +273,14 @@ def test_sp_auto_without_hardware_or_with_an_unknown_one_is_a_spec_error(tmp_pat
         expand(load_sweep(str(write_spec(tmp_path, AUTO.replace('hardware = "h100-ib"\n', "")))))
     with pytest.raises(SpecError, match="hardware.*no hardware profile 'nope'"):
         load_sweep(str(write_spec(tmp_path, AUTO.replace('"h100-ib"', '"nope"'), "b.toml")))
+
+
+def test_the_2x4_sweep_plans_one_job_of_two_nodes_of_four(tmp_path, capsys):
+    """multinode_2x4 runs on `local_cluster.sh up --nodes 2 --ranks-per-node 4`: every point is one 8-rank
+    allocation of 2 nodes x 4 tasks; the head-splitting methods cannot split stdit-tiny's 4 heads 8 ways."""
+    assert main(["sweep", "multinode_2x4", "--executor", "slurm", "--dry-run", "--results", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert "to run: 15, unsupported (recorded, not run): 3" in out
+    assert "| 8 | 2 x 4 | 15 | 1 |" in out
+    for m in ("ulysses", "megatron_sp", "megatron_lm"):
+        assert f"1 x {m}: {m} splits attention heads: heads=4 is not divisible by the SP degree 8" in out
