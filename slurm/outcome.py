@@ -13,13 +13,13 @@ that never ended is a timeout naming the rank(s) that stalled at the lowest step
 from __future__ import annotations
 
 import json
-import os
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from dspbench.records.config import RunConfig
+from dspbench.records.io import write_atomic
 
 OUTCOME_WAIT_S = 5.0    # how long task 0 waits for other nodes' ranks to leave their outcome
 
@@ -44,13 +44,6 @@ def read_outcome(path: Path) -> tuple[str, str] | None:
 
 def write_outcome(path: Path, status: str, error: str) -> None:
     write_atomic(path, json.dumps({"status": status, "error": error}))
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write then rename: a task on another node never reads half a file."""
-    tmp = Path(f"{path}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def read_step(path: Path) -> int:

@@ -17,7 +17,7 @@ import socket
 import time
 from pathlib import Path
 
-from dspbench.slurm.outcome import write_atomic
+from dspbench.records.io import write_atomic
 
 PORT_LOW, PORT_HIGH = 20000, 32768     # [low, high): below Linux's default ephemeral range
 PROBES = 64                            # candidates task 0 tries before it gives up and takes the first
@@ -49,7 +49,7 @@ def choose(key: str) -> int:
 
 
 def publish(path: Path, port: int) -> None:
-    """Task 0: the port, for the other tasks (never half a number: outcome.write_atomic)."""
+    """Task 0: the port, for the other tasks (never half a number: records.io.write_atomic)."""
     write_atomic(path, str(port))
 
 

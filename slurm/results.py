@@ -18,7 +18,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
-from dspbench.records.io import read_dir
+from dspbench.records.io import read_dir, write_atomic
 from dspbench.slurm.journal import in_flight
 
 OK_STATES = ("ok", "unsupported")   # never rerun
@@ -67,9 +67,7 @@ def states(root: Path) -> dict[str, str]:
 def write_json(path: Path, data) -> None:
     """Write then rename: a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
 
 
 def read_json(path: Path, default):

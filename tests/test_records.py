@@ -7,7 +7,7 @@ from dspbench.cost.hardware import load_profile
 from dspbench.cost.predict import predicted_record
 from dspbench.records.build import Outcome, build_record
 from dspbench.records.config import RunConfig
-from dspbench.records.io import SCHEMA_VERSION, append_record, read_records, upgrade
+from dspbench.records.io import SCHEMA_VERSION, append_record, read_records, upgrade, write_atomic
 
 
 def test_build_record_says_where_its_numbers_came_from():
@@ -54,3 +54,21 @@ def test_unknown_schema_versions_are_reported_not_read(tmp_path):
     path.write_text(json.dumps({"schema_version": 99, "run_id": "x", "status": "ok"}) + "\n")
     recs, problems = read_records(path)
     assert recs == [] and "schema_version 99" in problems[0] and ":1:" in problems[0]
+
+
+def test_write_atomic_replaces_whole_and_a_crash_leaves_the_old_file(tmp_path, monkeypatch):
+    """Heartbeats, outcomes, the rendezvous port and manifests are read by other nodes while written."""
+    target = tmp_path / "r1.r0.outcome"
+    write_atomic(target, "old")
+    write_atomic(target, "new")
+    assert target.read_text() == "new" and [p.name for p in tmp_path.iterdir()] == [target.name]
+
+    def crash(*_):
+        raise OSError("killed between write and rename")
+    monkeypatch.setattr("dspbench.records.io.os.replace", crash)
+    with pytest.raises(OSError):
+        write_atomic(target, "torn")
+    assert target.read_text() == "new"                      # readers still see the whole old file
+    leftovers = [p.name for p in tmp_path.iterdir() if p != target]
+    assert leftovers and all(n.startswith(".") and n.endswith(".tmp") for n in leftovers)
+    assert list(tmp_path.glob("r1.r*.outcome")) == [target]    # the outcome glob of slurm/results.py skips it

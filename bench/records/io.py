@@ -53,6 +53,16 @@ READABLE_VERSIONS = (1, 2)   # version 1 records are upgraded on read (upgrade()
 RESULT_OPEN, RESULT_CLOSE = "<RESULT>", "</RESULT>"
 
 
+def write_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write then rename in the same folder: a reader, on this node or another, sees the old file or
+    the whole new one, never half (heartbeats, outcomes, the rendezvous port, manifests). The
+    temporary name is hidden and ends in .tmp, so no glob of the real names picks it up."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def append_record(path: str | os.PathLike, record: dict) -> None:
     """Append one line with a single write(2) on an O_APPEND descriptor, then fsync.
 

@@ -17,6 +17,7 @@ import traceback
 
 from dspbench.records.build import Outcome
 from dspbench.records.config import RunConfig
+from dspbench.records.io import write_atomic
 from dspbench.run.ranks import die_with_parent, rank_context, started, supervise
 
 
@@ -151,21 +152,13 @@ def launch_env(cfg: RunConfig, progress: bool = False, outcome_prefix: str | Non
     from dspbench.run.worker import run_rank
     rank = int(os.environ.get("RANK", "0"))
     files = {k: f"{outcome_prefix}.r{rank}.{k}" for k in ("beat", "outcome")} if outcome_prefix else None
-    beat = (lambda step: _write_file(files["beat"], str(step))) if files else (lambda step: None)
+    beat = (lambda step: write_atomic(files["beat"], str(step))) if files else (lambda step: None)
     try:
         comm.init(cfg.backend, rank, world, init_method="env://", timeout_s=cfg.timeout_s)
         outcome = Outcome("ok", metrics=run_rank(cfg, progress, beat=beat))
     except BaseException as e:  # noqa: BLE001
         outcome = Outcome(classify(e), f"rank {rank}: {type(e).__name__}: {e}")
     if files:
-        _write_file(files["outcome"], json.dumps({"status": outcome.status, "error": outcome.error}))
+        write_atomic(files["outcome"], json.dumps({"status": outcome.status, "error": outcome.error}))
     comm.destroy()
     return outcome
-
-
-def _write_file(path: str, text: str) -> None:
-    """Write then rename: a reader on another node never sees half of it."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
