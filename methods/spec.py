@@ -47,7 +47,7 @@ class Op(NamedTuple):
         return self.ranks or (dims.sp if self.group == "sp" else dims.dp)
 
 
-def _no_params(cfg: ModelConfig) -> int:
+def _none(cfg: ModelConfig) -> int:
     return 0
 
 
@@ -64,11 +64,11 @@ class MethodSpec:
     parallelize: Callable
     forward_ops: Callable[[ModelConfig, Shape, Dims, int], list[Op]]
     backward_ops: Callable[[ModelConfig, Shape, Dims, int], list[Op]] | None = None
-    sharded_params: Callable[[ModelConfig], int] = _no_params
+    sharded_params: Callable[[ModelConfig], int] = _none
     check_run: Callable[[str, str, str], str | None] = _runs_anywhere
     # Activations, of the whole block stack, that autograd keeps at full sequence length rather than
     # the 1/sp shard (bench/cost/memory.py): Megatron-SP's gathered linear inputs.
-    unsharded_saved: Callable[[ModelConfig], int] = _no_params
+    unsharded_saved: Callable[[ModelConfig], int] = _none
 
     def comm_bytes(self, cfg: ModelConfig, shape: Shape, dims: Dims, dtype=torch.float32,
                    mode: str = "train", tagged: bool = True, engine: bool = False) -> dict[str, int]:

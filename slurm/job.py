@@ -6,8 +6,9 @@ with a fresh MASTER_PORT (task 0 picks a free one: ports.py) and a wall-clock de
 a hang costs one data point, not the job. Every rank leaves a heartbeat and its outcome beside its
 log, rank 0 its record (outcome.py); task 0 appends the configuration's one record to the job's
 records file, naming the culprit rank and the kind (timeout vs error) from all ranks' accounts. Task
-0 then marks the configuration done (logs/): the other tasks stop their rank of it shortly after that mark and wait for it before starting the next
-configuration, so the ranks of a configuration start together and no rendezvous waits on a laggard.
+0 then marks the configuration done (logs/): the other tasks stop their rank of it shortly after that
+mark and wait for it before starting the next configuration, so the ranks of a configuration start
+together and no rendezvous waits on a laggard.
 
 Preemption and time limits: SLURM sends USR2 `signal_delay_s` before the end. Task 0 notes it, lets
 the running configuration finish if it can end DRAIN_MARGIN_S before the kill (else kills it: it

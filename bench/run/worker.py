@@ -87,15 +87,15 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None) -> 
 def _live_peak(step, batch, device, beat, index: int) -> dict:
     """GPU: the allocator's peak over the steps above. CPU: the peak of live heap bytes over one more
     step, untimed (measure.LivePeak), beside the resident peak of the timed steps."""
-    rss = measure.peak_memory_bytes(device)
+    timed_peak = measure.peak_memory_bytes(device)   # CUDA: allocated bytes; CPU: resident bytes
     if device.type == "cuda" or measure.live_heap_bytes() is None:
         how = ("the timed steps: the CUDA allocator's peak of allocated bytes" if device.type == "cuda" else
                "the timed steps: CPU resident peak, with what the allocator kept (no glibc mallinfo2 here)")
-        return {"peak": rss, "rss": None, "how": how}
+        return {"peak": timed_peak, "rss": None, "how": how}
     beat(index)
     with measure.LivePeak() as live:
         step(batch)
-    return {"peak": live.peak, "rss": rss, "how": measure.LIVE_PEAK}
+    return {"peak": live.peak, "rss": timed_peak, "how": measure.LIVE_PEAK}
 
 
 ORACLE_PARTS = ("output", "grads", "input_grad")   # oracle_max_abs_err is their max
