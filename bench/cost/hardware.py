@@ -116,6 +116,14 @@ class Profile:
     def optimizer_rate(self) -> float:
         return self.optimizer_Bps or self.hbm_Bps * HBM_EFFICIENCY
 
+    def a2a_list_extra_s_per_byte(self) -> float:
+        """Seconds per payload byte that the reference code's all-to-all (`--a2a list`: tensor_split
+        with a contiguous copy per chunk, a list all_to_all, torch.cat) adds to all_to_all_single:
+        measured by calibrate where it ran both, else two extra copies of the payload (each a read
+        and a write) at the streaming HBM rate (stated in docs/cost-model.md)."""
+        measured = self.raw.get("compute", {}).get("a2a_list_extra_s_per_byte")
+        return float(measured) if measured is not None else 4.0 / (self.hbm_Bps * HBM_EFFICIENCY)
+
     @property
     def usable_bytes(self) -> float:
         return self.usable_bytes_of(self.memory_bytes)

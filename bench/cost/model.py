@@ -147,7 +147,7 @@ def predict(cfg: RunConfig, profile: Profile, compiled: bool = False) -> Predict
     if engine:   # the engine's own gradient reduce-scatter and parameter all-gather
         plan = plan + engine_ops(spec, mcfg, dims, dtype_size(cfg.dtype), zero)
     reps = cfg.sample_steps if cfg.mode == "sample" else 1
-    comm_s = {k: v * reps for k, v in plan_times(profile, plan, dims).items()}
+    comm_s = {k: v * reps for k, v in plan_times(profile, plan, dims, cfg.a2a).items()}
     wire = {k: v * reps for k, v in plan_wire(plan, dims).items()}
 
     rate = profile.flops(cfg.dtype)
