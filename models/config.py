@@ -176,8 +176,16 @@ MODELS["hybrid3d-tiny"] = ModelConfig(layout="hybrid3d", **_FULL3D["tiny"])
 
 
 def get_config(name: str, **overrides) -> ModelConfig:
-    if name not in MODELS:
-        raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(MODELS))}")
-    cfg = MODELS[name].with_(**overrides)
+    """A built-in by name, or a preset, a model file, either with [field=value] overrides
+    (models/registry.py); unknown names are a KeyError naming what is known."""
+    if name in MODELS:
+        cfg = MODELS[name]
+    else:
+        from dspbench.models.registry import resolve
+        try:
+            cfg = resolve(name).config
+        except ValueError as e:
+            raise KeyError(str(e)) from None
+    cfg = cfg.with_(**overrides)
     cfg.validate()
     return cfg

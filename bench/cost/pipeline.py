@@ -20,7 +20,7 @@ from dspbench.models.vae import SD_VAE, WAN21_VAE, VAEConfig, decoder_flops, til
 
 # encoder parameters (the encoder stack only): T5 v1.1 XXL 4.76B (OpenSora, Latte, CogVideoX),
 # umT5-XXL 5.7B (Wan 2.1); sources in docs/gpu-evidence.md
-TEXT_ENCODERS = {"t5-xxl": 4.76e9, "umt5-xxl": 5.7e9}
+TEXT_ENCODERS = {"t5-xxl": 4.76e9, "umt5-xxl": 5.7e9, "llava-llama-3-8b": 8.03e9}
 LAYOUT_PIPELINE = {"stdit": ("t5-xxl", SD_VAE), "stdit3": ("t5-xxl", WAN21_VAE),
                    "full3d": ("umt5-xxl", WAN21_VAE), "axial3d": ("t5-xxl", WAN21_VAE),
                    "hybrid3d": ("t5-xxl", WAN21_VAE)}
@@ -30,6 +30,19 @@ TILE, OVERLAP = 32, 8          # latent rows per tile and shared (pipelines' def
 
 def vae_of(mcfg) -> VAEConfig:
     return LAYOUT_PIPELINE.get(mcfg.layout, ("t5-xxl", WAN21_VAE))[1]
+
+
+def pipeline_of(model: str, mcfg) -> tuple[str, VAEConfig]:
+    """(text encoder, VAE decoder) of a model: a preset or model file names its encoder and its VAE's
+    compression (a causal 4x8x8 VAE decodes as Wan 2.1's, a per-frame 8x VAE as Stable Diffusion's);
+    built-ins go by their layout."""
+    from dspbench.models.registry import resolve
+    entry = resolve(model)
+    encoder, vae = LAYOUT_PIPELINE.get(mcfg.layout, ("t5-xxl", WAN21_VAE))
+    if entry.path:
+        encoder = entry.sampling.get("text_encoder", encoder)
+        vae = WAN21_VAE if entry.vae.causal and entry.vae.time == 4 else SD_VAE if entry.vae.time == 1 else vae
+    return encoder, vae
 
 
 def latent_grid(mcfg, frames: int, spatial: int) -> tuple[int, int, int]:
@@ -45,7 +58,7 @@ def stage_seconds(cfg, mcfg, profile, denoise_s: float, variant: str = "single")
     from dspbench.cost.curve import from_table
     if variant not in VAE_VARIANTS:
         raise ValueError(f"vae variant {variant!r}: one of {', '.join(VAE_VARIANTS)}")
-    encoder, vae = LAYOUT_PIPELINE.get(mcfg.layout, ("t5-xxl", WAN21_VAE))
+    encoder, vae = pipeline_of(cfg.model, mcfg)
     rate = profile.flops(cfg.dtype)
     prompts = 2 if cfg.cfg else 1
     text_flops = 2 * TEXT_ENCODERS[encoder] * mcfg.text_len * prompts * cfg.batch
