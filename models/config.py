@@ -173,19 +173,3 @@ for _size, _kw in _FULL3D.items():   # joint: the same sizes with MMDiT-style jo
 # case where a DSP variant still applies (methods/dsp_hybrid.py); tiny only (a design point, not a
 # published model).
 MODELS["hybrid3d-tiny"] = ModelConfig(layout="hybrid3d", **_FULL3D["tiny"])
-
-
-def get_config(name: str, **overrides) -> ModelConfig:
-    """A built-in by name, or a preset, a model file, either with [field=value] overrides
-    (models/registry.py); unknown names are a KeyError naming what is known."""
-    if name in MODELS:
-        cfg = MODELS[name]
-    else:
-        from dspbench.models.registry import resolve
-        try:
-            cfg = resolve(name).config
-        except ValueError as e:
-            raise KeyError(str(e)) from None
-    cfg = cfg.with_(**overrides)
-    cfg.validate()
-    return cfg

@@ -50,6 +50,18 @@ class ModelEntry:
     path: str = ""
 
 
+def get_config(name: str, **overrides) -> ModelConfig:
+    """A built-in by name, or a preset, a model file, either with [field=value] overrides; unknown
+    names are a KeyError naming what is known."""
+    try:
+        cfg = MODELS[name] if name in MODELS else resolve(name).config
+    except ValueError as e:
+        raise KeyError(str(e)) from None
+    cfg = cfg.with_(**overrides)
+    cfg.validate()
+    return cfg
+
+
 def presets() -> list[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
 
