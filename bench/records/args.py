@@ -7,13 +7,20 @@ from dataclasses import fields
 from dspbench.records.config import A2A_STYLES, BACKENDS, DTYPES, LAUNCHERS, MODES, ZERO_STAGES, RunConfig
 
 
+def add_model_args(g) -> None:
+    """The model and its token grid: every command that prices or runs a model takes these
+    (`run`, `predict`, `plan`), so a new way to name a model or a size is added here once."""
+    d = RunConfig()
+    g.add_argument("--model", default=d.model, help="model as <layout>-<size> (see `dspbench models`)")
+    g.add_argument("--frames", type=int, default=d.frames, help="T: latent frames after patchify")
+    g.add_argument("--spatial", type=int, default=d.spatial, help="S: tokens per frame after patchify")
+
+
 def add_run_args(p: argparse.ArgumentParser) -> None:
     d = RunConfig()
     g = p.add_argument_group("configuration (part of the run_id)")
     g.add_argument("--method", default=d.method, help="sequence-parallel method (see `dspbench methods`)")
-    g.add_argument("--model", default=d.model, help="model as <layout>-<size> (see `dspbench models`)")
-    g.add_argument("--frames", type=int, default=d.frames, help="T: latent frames after patchify")
-    g.add_argument("--spatial", type=int, default=d.spatial, help="S: tokens per frame after patchify")
+    add_model_args(g)
     g.add_argument("--batch", type=int, default=d.batch, help="micro-batch per data-parallel replica")
     g.add_argument("--gpus", type=int, default=d.gpus, help="world size (ranks)")
     g.add_argument("--sp", default=d.sp, help="sequence-parallel degree, divides --gpus (rest is DP)")
@@ -58,5 +65,6 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 def config_from_args(args) -> RunConfig:
     names = {f.name for f in fields(RunConfig)}
     values = {k: v for k, v in vars(args).items() if k in names}
-    values["sp"] = values["sp"] if values["sp"] == "auto" else int(values["sp"])
+    if "sp" in values:   # `plan` has no --sp: it enumerates the degrees
+        values["sp"] = values["sp"] if values["sp"] == "auto" else int(values["sp"])
     return RunConfig(**values)
