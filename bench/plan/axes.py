@@ -25,6 +25,7 @@ class Request:
     """What the user asked: the workload (a RunConfig whose enumerated fields are ignored) and the methods."""
     base: RunConfig
     methods: tuple[str, ...]
+    lean: bool = False    # only the first value of the axes the cost model does not price apart
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class Axis:
     field: str
     values: Callable[[Request], tuple]
     help: str
+    priced_apart: bool = True   # False: the cost model prices every value the same (tests check it);
+                                # `plan --report`'s many plans (explore.py) then try the first only
 
 
 def _divisors(n: int) -> tuple[int, ...]:
@@ -54,7 +57,7 @@ AXES = (
     Axis("grad_ckpt", _train((False, True), False), "activation checkpointing (train)"),
     Axis("zero", _train((0, 1, 2), 0), "ZeRO stage (train)"),
     Axis("shard", _shards, "the sequence dim embedded methods shard"),
-    Axis("a2a", lambda r: A2A_STYLES, "all-to-all convention"),
+    Axis("a2a", lambda r: A2A_STYLES, "all-to-all convention", priced_apart=False),
     # CFG on/off is the workload (guidance doubles the work), not a setting: the user's --cfg.
     Axis("cfg", lambda r: (r.base.cfg,), "classifier-free guidance (sample mode, --cfg)"),
 )
@@ -68,7 +71,8 @@ def all_methods() -> tuple[str, ...]:
 def candidates(request: Request) -> list[RunConfig]:
     """Every point of the axes' product, SP 1 only as the method without SP (`single`) and
     `single` only at SP 1 (any method at SP 1 is the same run)."""
-    values = [axis.values(request) for axis in AXES]
+    values = [axis.values(request)[:1] if request.lean and not axis.priced_apart else axis.values(request)
+              for axis in AXES]
     out = []
     for point in itertools.product(*values):
         kw = dict(zip((a.field for a in AXES), point))

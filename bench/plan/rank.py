@@ -98,5 +98,5 @@ def public(r: dict) -> dict:
     """A row as JSON: its configuration as the RunConfig fields a run takes."""
     out = {k: v for k, v in r.items() if k != "config"}
     out["config"] = {k: v for k, v in asdict(r["config"]).items()
-                     if k not in ("launcher", "sp_auto", "check", "timeout_s", "threads", "inject_fault")}
+                     if k not in ("launcher", "sp_auto", "check", "threads", "inject_fault")}
     return out
