@@ -20,10 +20,15 @@ def label(method: str) -> str:
     return "no SP (data parallel)" if method == "single" else method_label(method)
 
 
+def num(x: float) -> str:
+    """Three significant digits, trailing zeros kept (1.70), no exponent or bare point (183)."""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:#.3g}"
+
+
 def _score(r: dict, metric: str) -> str:
     if metric == "samples/s":
-        return f"{r['score']:#.3g} [{r['score_low']:#.3g}-{r['score_high']:#.3g}]"
-    return f"{r['step_time_s']:#.3g} [{r['step_time_low_s']:#.3g}-{r['step_time_high_s']:#.3g}]"
+        return f"{num(r['score'])} [{num(r['score_low'])}-{num(r['score_high'])}]"
+    return f"{num(r['step_time_s'])} [{num(r['step_time_low_s'])}-{num(r['step_time_high_s'])}]"
 
 
 def table(doc: dict, rows: list[dict]) -> list[str]:

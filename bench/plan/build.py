@@ -7,7 +7,7 @@ from dataclasses import replace
 from dspbench.cost.hardware import Profile
 from dspbench.plan.axes import Request, candidates
 from dspbench.plan.price import LATENCY_MODES, Pricer, price
-from dspbench.plan.rank import best_per_method, public, pruned_summary, rank, verdict
+from dspbench.plan.rank import best_per_method, public, pruned_summary, rank, runner_up, verdict
 
 
 def check_request(request: Request, profile: Profile) -> None:
@@ -41,7 +41,7 @@ def plan(request: Request, profile: Profile) -> dict:
             "hardware": profile.name, "profile_kind": profile.kind, "gpus_per_node": profile.gpus_per_node,
             "metric": "seconds per video" if base.mode in LATENCY_MODES else "samples/s",
             "interval_source": pricer.interval_source,
-            "candidates": len(priced), "verdict": verdict(ranked),
+            "candidates": len(priced), "verdict": verdict(ranked), "lead": runner_up(ranked),
             "rows": [public(r) for r in ranked],
             "best_per_method": {m: r["rank"] for m, r in best_per_method(ranked).items()},
             "pruned": [public(p) for p in pruned], "pruned_reasons": reasons}

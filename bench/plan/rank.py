@@ -61,16 +61,25 @@ def lead(best: dict, other: dict) -> tuple[float, float, float]:
     return best["score"] / other["score"], min(ratios), max(ratios)
 
 
-def verdict(ranked: list[dict]) -> str:
+def runner_up(ranked: list[dict]) -> dict | None:
+    """The best row's lead over the best row of any other method: {over, ratio, low, high}."""
     best = ranked[0]
-    others = [r for r in ranked if r["method"] != best["method"]]
+    other = next((r for r in ranked if r["method"] != best["method"]), None)
+    if other is None:
+        return None
+    x, lo, hi = lead(best, other)
+    return {"over": describe(other), "method": other["method"], "ratio": x, "low": lo, "high": hi}
+
+
+def verdict(ranked: list[dict]) -> str:
+    best, lead_ = ranked[0], runner_up(ranked)
     head = describe(best)
-    if not others:
+    if lead_ is None:
         return f"{head}: the only method that fits"
-    x, lo, hi = lead(best, others[0])
     tied = sorted({r["method"] for r in ranked if r["tie"] and r["method"] != best["method"]})
     tail = f"; within its interval: {', '.join(tied)}" if tied else ""
-    return f"{head}: {x:.2f}x the best non-{best['method']} option ({describe(others[0])}) [{lo:.2f}-{hi:.2f}]{tail}"
+    return (f"{head}: {lead_['ratio']:.2f}x the best non-{best['method']} option ({lead_['over']}) "
+            f"[{lead_['low']:.2f}-{lead_['high']:.2f}]{tail}")
 
 
 def pruned_summary(pruned: list[dict], methods: tuple[str, ...]) -> dict[str, list[str]]:

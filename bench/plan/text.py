@@ -4,10 +4,15 @@ from __future__ import annotations
 GIB = 2**30
 
 
+def num(x: float) -> str:
+    """Three significant digits, trailing zeros kept (1.70), no exponent or bare point (183)."""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:#.3g}"
+
+
 def _score(r: dict, doc: dict) -> str:
     if doc["metric"] == "samples/s":
-        return f"{r['score']:#.3g} [{r['score_low']:#.3g}-{r['score_high']:#.3g}]"
-    return f"{r['step_time_s']:#.3g} [{r['step_time_low_s']:#.3g}-{r['step_time_high_s']:#.3g}]"
+        return f"{num(r['score'])} [{num(r['score_low'])}-{num(r['score_high'])}]"
+    return f"{num(r['step_time_s'])} [{num(r['step_time_low_s'])}-{num(r['step_time_high_s'])}]"
 
 
 def _variants(r: dict) -> str:
