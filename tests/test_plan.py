@@ -183,3 +183,19 @@ def test_report_renders_table_figures_and_banner(tmp_path, capsys):
     assert len(doc["explore"]["crossover"]) == 16 and all(c["winner"] for c in doc["explore"]["crossover"])
     (out / "index.md").unlink()
     assert main(["report", str(out)]) == 0 and (out / "index.md").read_text() == md
+
+
+def test_check_matches_records_by_run_id_and_ranks_them(done_when):
+    from dspbench.plan.check import compare, kendall_tau
+    assert kendall_tau([3, 2, 1], [30, 20, 10]) == 1 and kendall_tau([3, 2, 1], [10, 20, 30]) == -1
+    assert kendall_tau([3, 2, 1], [20, 30, 10]) == pytest.approx(1 / 3)
+    rows = done_when["rows"][:3]
+    # stand-in measurements (a unit test of the matching): rank 2 measured fastest, 10% ahead of rank 1
+    speeds = {1: 1.0, 2: 1.1, 3: 0.5}
+    recs = [{"run_id": RunConfig(**r["config"]).run_id(), "status": "ok", "source": "measured",
+             "samples_per_s": speeds[r["rank"]]} for r in rows]
+    recs.append({**recs[0], "status": "error"})
+    got = compare(done_when, recs)
+    assert got["measured"] == 3 and got["gap"] == pytest.approx(0.1)
+    assert got["top"].startswith(rows[0]["method"]) and got["fastest"].startswith(rows[1]["method"])
+    assert got["kendall_tau"] == pytest.approx(1 / 3)

@@ -94,10 +94,12 @@ def pruned_summary(pruned: list[dict], methods: tuple[str, ...]) -> dict[str, li
         ooms = [p for p in mine if p["status"] == "oom"]
         lines = [f"{why} ({n} candidates)" for why, n in reasons.items()]
         if ooms:
-            peaks = [p["peak_mem_bytes"] / 2**30 for p in ooms]
-            usable = ooms[0]["usable_bytes"] / 2**30
-            lines.append(f"predicted OOM: {min(peaks):.1f}-{max(peaks):.1f} GiB per rank > {usable:.1f} GiB usable "
-                         f"({len(ooms)} candidates, at sp {', '.join(map(str, sorted({p['sp'] for p in ooms})))})")
+            usable = ooms[0]["usable_bytes"]
+            unit, scale = ("GiB", 2**30) if usable >= 2**30 else ("MiB", 2**20)   # emulated budgets are MiB
+            peaks = [p["peak_mem_bytes"] / scale for p in ooms]
+            lines.append(f"predicted OOM: {min(peaks):.1f}-{max(peaks):.1f} {unit} per rank > {usable / scale:.1f} "
+                         f"{unit} usable ({len(ooms)} candidates, at sp "
+                         f"{', '.join(map(str, sorted({p['sp'] for p in ooms})))})")
         if lines:
             out[m] = lines
     return out

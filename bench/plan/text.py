@@ -20,7 +20,8 @@ def _variants(r: dict) -> str:
 
 
 def row_line(r: dict, doc: dict) -> str:
-    mem = f"{r['peak_mem_bytes'] / GIB:.1f}/{r['usable_bytes'] / GIB:.1f}"
+    scale = GIB if r["usable_bytes"] >= GIB else 2**20     # emulated budgets are MiB
+    mem = f"{r['peak_mem_bytes'] / scale:.1f}/{r['usable_bytes'] / scale:.1f}" + ("" if scale == GIB else " MiB")
     return (f"{r['rank']:>4} {r['method']:<18} {r['sp']:>3} {r['dp']:>3} {'yes' if r['grad_ckpt'] else 'no':>4} "
             f"{r['zero']:>4}  {_score(r, doc):<26} {mem:>12} {r['comm_share']:>6.0%} "
             f"{r['exposed_comm_s'] * 1e3:>10.1f}  {'tie' if r['tie'] else '':<3}  {_variants(r)}")
