@@ -74,7 +74,8 @@ def markdown(doc: dict, result: dict) -> str:
             f"over {result['measured']} measured of {result['ranked']} ranked", "",
             f"| plan rank | configuration | predicted {unit} [interval] | measured {unit} (median) | pred/meas |",
             "|---|---|---|---|---|"]
-    out += [f"| {x['rank']} | {x['config']} | {x['predicted']:.3g} [{x['predicted_low']:.3g}-{x['predicted_high']:.3g}] | "
+    out += [f"| {x['rank']} | {x['config']} | {x['predicted']:.3g} "
+            f"[{x['predicted_low']:.3g}-{x['predicted_high']:.3g}] | "
             f"{x['measured']:.3g} (n={x['repeats']}) | {x['predicted'] / x['measured']:.2f} |" for x in result["rows"]]
     return "\n".join(out) + "\n"
 

@@ -12,22 +12,28 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     d = RunConfig()
     g = p.add_argument_group("workload (the model flags of `run`)")
     add_model_args(g)
-    g.add_argument("--mode", choices=MODES, default=d.mode, help="train: samples/s; sample (and infer): seconds per video")
+    g.add_argument("--mode", choices=MODES, default=d.mode,
+                   help="train: samples/s; sample (and infer): seconds per video")
     g.add_argument("--gpus", type=int, required=True, help="GPUs (ranks) of the cluster to plan for")
     g.add_argument("--batch-per-gpu", type=int, default=d.batch, dest="batch",
                    help="samples per data-parallel replica per step (RunConfig.batch; a replica is SP GPUs)")
-    g.add_argument("--dtype", choices=DTYPES, default=None, help="model dtype (default: bf16 on a GPU profile, else fp32)")
-    g.add_argument("--backend", choices=("gloo", "nccl"), default=None, help="default: nccl on a GPU profile, else gloo")
+    g.add_argument("--dtype", choices=DTYPES, default=None,
+                   help="model dtype (None: bf16 on a GPU profile, else fp32)")
+    g.add_argument("--backend", choices=("gloo", "nccl"), default=None,
+                   help="None: nccl on a GPU profile, else gloo")
     g.add_argument("--sample-steps", type=int, default=d.sample_steps, help="model calls per video (sample mode)")
-    g.add_argument("--cfg", action="store_true", help="sample mode: classifier-free guidance (the workload, not a setting)")
+    g.add_argument("--cfg", action="store_true",
+                   help="sample mode: classifier-free guidance (the workload, not a setting)")
     g.add_argument("--shard", choices=("T", "S", "H", "W"), default=d.shard,
                    help="the sequence dim embedded methods shard first (the model's other dims are tried too)")
     g.add_argument("--mem-budget-mib", type=int, default=d.mem_budget_mib,
                    help="emulated memory per rank, MiB (CPU clusters; 0: the profile's device memory)")
     h = p.add_argument_group("plan")
-    h.add_argument("--hardware", required=True, help="hardware profile (bench/cost/profiles/*.toml or a calibrated .toml)")
+    h.add_argument("--hardware", required=True,
+                   help="hardware profile (bench/cost/profiles/*.toml or a calibrated .toml)")
     h.add_argument("--methods", default="all", help="all, or a comma-separated list of methods")
-    h.add_argument("--top", type=int, default=10, help="rows shown, and measured by --emit-sweep (with each method's best)")
+    h.add_argument("--top", type=int, default=10,
+                   help="rows shown, and measured by --emit-sweep (with each method's best)")
     h.add_argument("--what-if", action="append", default=[], metavar="KEY=VALUE",
                    help="change a profile field, e.g. link.inter=25GB/s, compute.efficiency=0.5 (repeatable)")
     h.add_argument("--what-if-grid", action="append", default=[], metavar="KEY=V1,V2,...",

@@ -116,7 +116,8 @@ def extra_lines(doc: dict, args) -> list[str]:
                 + (f" (as profiled: {w['top_as_profiled']})" if w["flipped"] else " (unchanged)"),
                 f"  as profiled: {w['verdict_as_profiled']}"]
     if "crossover" in doc:
-        out += ["", "crossover (--what-if-grid):", "  " + " | ".join(doc["crossover"][0]["what_if"]) + " | winner | verdict"]
+        keys = " | ".join(doc["crossover"][0]["what_if"])
+        out += ["", "crossover (--what-if-grid):", f"  {keys} | winner | verdict"]
         out += ["  " + " | ".join(f"{v:g}" for v in r["what_if"].values()) + f" | {r['winner'] or '-'} | {r['verdict']}"
                 for r in doc["crossover"]]
     if args.emit_sweep:

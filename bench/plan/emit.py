@@ -35,6 +35,7 @@ def sweep_text(doc: dict, top: int, cluster: str, command: str) -> str:
     cfg = rows[0]["config"]
     default = RunConfig()
     fixed = [k for k in ALWAYS] + [k for k in OPTIONAL if cfg[k] != getattr(default, k)]
+    description = f"plan check: {doc['workload']} on {cfg['gpus']} x {doc['hardware']}"
     name = f"plan-{cfg['model']}-T{cfg['frames']}-S{cfg['spatial']}-{cfg['mode']}-{cfg['gpus']}g-{doc['hardware']}"
     lines = [f"# Emitted by: {command}",
              f"# Measures plan's top {min(top, len(doc['rows']))} and each method's best ({len(rows)} configurations),",
@@ -42,7 +43,7 @@ def sweep_text(doc: dict, top: int, cluster: str, command: str) -> str:
              f"# verdict: {doc['verdict']}",
              f"#   dspbench sweep FILE --dry-run; dspbench sweep FILE --executor slurm",
              "[sweep]", f"name = {_toml(_safe(name))}",
-             f"description = {_toml('plan check: ' + doc['workload'] + ' on ' + str(cfg['gpus']) + ' x ' + doc['hardware'])}",
+             f"description = {_toml(description)}",
              f"cluster = {_toml(cluster)}", "repeats = 1", f"configs_per_job = {len(rows)}", "", "[fixed]"]
     lines += [f"{k} = {_toml(cfg[k])}" for k in fixed]
     for r in rows:

@@ -36,8 +36,8 @@ def cases() -> list[tuple[str, Request]]:
     out = []
     for model in ("stdit-xl", "stdit-3b"):
         for label, points in (("weak", WEAK), ("strong", STRONG if model == "stdit-xl" else ())):
-            out += [(f"ICML {label} scaling", Request(replace(ICML, model=model, gpus=g, frames=t), ICML_METHODS, lean=True))
-                    for g, t in points]
+            out += [(f"ICML {label} scaling",
+                     Request(replace(ICML, model=model, gpus=g, frames=t), ICML_METHODS, lean=True)) for g, t in points]
     for video, s in VIDEOS.items():
         out += [(f"full3d {video} training", Request(replace(FULL3D, spatial=s, gpus=g), FULL3D_METHODS, lean=True))
                 for g in (16, 64)]
