@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,7 @@ DONE_WHEN = ["plan", "--model", "stdit-xl", "--frames", "128", "--spatial", "409
              "--hardware", "h100-ib", "--methods", "dsp,ulysses,ring,megatron_sp,usp,single", "--top", "3"]
 ROW_FIELDS = ("method", "sp", "dp", "grad_ckpt", "zero", "score", "score_low", "score_high", "samples_per_s",
               "peak_mem_bytes", "usable_bytes", "comm_share", "exposed_comm_s", "tie", "rank", "config")
+ROOT = Path(__file__).resolve().parent.parent
 TINY = RunConfig(model="stdit-tiny", frames=8, spatial=16, gpus=4, dtype="fp32", backend="gloo")
 
 
@@ -122,6 +124,12 @@ def test_what_if_parsing():
     assert whatif.parse("compute.efficiency=0.5") == ("compute.efficiency", 0.5)
     prof = whatif.apply(load_profile("h100-ib"), [whatif.parse("link.inter=25GB/s")])
     assert prof.inter.bw_GBps == 25 and prof.intra.bw_GBps == 450
+    # a calibrated level's measured tables would win over a new bandwidth: the edit drops them
+    tiers = load_profile(str(ROOT / "results" / "tiers" / "tiers-profile.toml"))
+    assert tiers.inter.time_s_op and tiers.inter.busbw_GBps
+    edited = whatif.apply(tiers, [whatif.parse("link.inter=1Gbit/s")])
+    assert not edited.inter.time_s_op and not edited.inter.busbw_GBps and edited.inter.bw_GBps == 0.125
+    assert edited.intra == tiers.intra and edited.gpus_per_node == tiers.gpus_per_node
     for bad in ("link.inter=fast", "link.inter=5furlongs/s", "nope=1", "device.memory_gb"):
         with pytest.raises(ValueError, match="--what-if"):
             whatif.parse(bad)
