@@ -60,6 +60,8 @@ AXES = (
     Axis("a2a", lambda r: A2A_STYLES, "all-to-all convention", priced_apart=False),
     # CFG on/off is the workload (guidance doubles the work), not a setting: the user's --cfg.
     Axis("cfg", lambda r: (r.base.cfg,), "classifier-free guidance (sample mode, --cfg)"),
+    # e.g. Axis("cfg_parallel", lambda r: (False, True) if r.base.cfg else (False,), "CFG halves on 2 groups"),
+    #      Axis("pad", ...), Axis("ulysses_degree", lambda r: _divisors(...), "USP's Ulysses degree")
 )
 CORE = ("method", "sp", "grad_ckpt", "zero")     # a row's identity; the rest are variants
 

@@ -5,6 +5,7 @@ reader and expanded before it is written (a spec `sweep` would refuse is never w
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -60,7 +61,8 @@ def _metric(r: dict, doc: dict) -> str:
 
 
 def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name)
+    """A results-folder name: letters, digits, '-_.', no runs of '-' (a what-if profile's brackets)."""
+    return re.sub(r"-+", "-", "".join(c if c.isalnum() or c in "-_." else "-" for c in name)).strip("-")
 
 
 def write_sweep(path: str, text: str) -> None:
