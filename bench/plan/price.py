@@ -46,7 +46,7 @@ def price(cfg: RunConfig, pricer: Pricer) -> dict:
     if not p.fits:
         return {**head, **mem, "status": "oom", "reason": p.oom_reason(cfg, pricer.profile.name)}
     steps = [predict(cfg, c).step_s for c in pricer.corners]
-    low, high = min(steps), max(steps)
+    low, high = min(steps + [p.step_s]), max(steps + [p.step_s])   # a range always holds its point
     comm = sum(p.comm_s.values())
     rates = throughput(cfg, p.step_s, pricer.profile)
     return {**head, **mem, "status": "ranked", "step_time_s": p.step_s, "step_time_low_s": low,
