@@ -42,8 +42,7 @@ def predicted_record(cfg: RunConfig, profile: Profile, compiled: bool = False, v
     cfg.validate()
     zero = cfg.zero
     cfg, reason = resolved(cfg, profile)
-    # Not this machine's devices: only the method's constraints (a local nccl run would check CUDA here).
-    reason = reason or unsupported_reason(_sp1(cfg, cfg.sp, "env"))
+    reason = reason or why_unsupported(cfg)
     extra = {"hardware_profile": profile.name, "zero_stage": zero, "predicted_comm_time_s": None,
              "predicted_compute_time_s": None, "predicted_optimizer_time_s": None,
              "predicted_peak_mem_bytes": None, "predicted_mem": None, "step_times_s": None,
@@ -66,7 +65,7 @@ def predicted_record(cfg: RunConfig, profile: Profile, compiled: bool = False, v
                 "comm": p.comm_wire, "comm_wire_bytes": sum(p.comm_wire.values()),
                 "comm_time_s": untag(p.comm_s), "placement": _placement(cfg, profile)})
     if p.fits:
-        rec.update(_throughput(cfg, p.step_s, profile))
+        rec.update(throughput(cfg, p.step_s, profile))
         rec["peak_mem_bytes"] = p.mem["peak"]
         rec.update(intervals(cfg, profile, compiled))
         if cfg.mode == "sample":   # the whole pipeline; step_time_median_s stays the DiT's denoising alone
@@ -123,7 +122,14 @@ def _sp1(cfg: RunConfig, sp=1, launcher=None) -> RunConfig:
     return replace(cfg, sp=sp, launcher=launcher or cfg.launcher)
 
 
-def _throughput(cfg: RunConfig, step: float, profile: Profile) -> dict:
+def why_unsupported(cfg: RunConfig) -> str | None:
+    """Why cfg (numeric sp) cannot run on the profile's cluster: the method's constraints and the
+    degrees, not this machine's devices (a local nccl run would check CUDA here; launcher env)."""
+    return unsupported_reason(_sp1(cfg, cfg.sp, "env"))
+
+
+def throughput(cfg: RunConfig, step: float, profile: Profile) -> dict:
+    """The record's rate fields of a predicted step: samples/s, tokens/s, FLOPs, MFU/HFU."""
     per_sample = flops_per_sample(get_config(cfg.model), Shape(1, cfg.frames, cfg.spatial))
     model_x, hw_x = flops_factors(cfg)
     flops, hw = per_sample * model_x * cfg.global_batch, per_sample * hw_x * cfg.global_batch
