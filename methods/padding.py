@@ -22,7 +22,7 @@ gradient equal the unpadded model's. Padded queries compute values that the exit
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import torch
@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from dspbench.models.config import Shape
 from dspbench.methods import comm
 from dspbench.methods.common import attentions
+from dspbench.methods.ledger import BUS_FACTOR
 
 PAD_MODES = ("never", "auto")
 
@@ -78,18 +79,32 @@ def check(spec, cfg, shape: Shape, dims, pad: str = "auto") -> str | None:
     return pad_reason(spec, cfg, shape, dims) or spec.check(cfg, padded_shape(spec, cfg, shape, dims), dims)
 
 
-def waste(spec, cfg, shape: Shape, dims) -> dict:
-    """What padding costs at this configuration: padded extents, the share of tokens that are pads
-    (the share of per-token compute and of activation bytes moved), and of attention score work."""
-    real = cfg.seq_extents(shape)
-    ext = padded_extents(spec, cfg, real, dims)
-    tokens = shape.tokens
-    padded = padded_shape(spec, cfg, shape, dims).tokens
-    attn_real = sum(length ** 2 for length in cfg.attn_lengths(shape))
-    attn_pad = sum(length ** 2 for length in cfg.attn_lengths(padded_shape(spec, cfg, shape, dims)))
+def waste(spec, cfg, shape: Shape, dims, dtype="fp32", mode: str = "train") -> dict:
+    """What padding costs at this configuration (analytic): the padded extents; the share of the
+    tokens that are pads (of per-token compute: linears, norms, MLP); of attention's score work
+    (queries x keys: tokens x length, summed over the stack's kinds; dropping padded keys, as the
+    kernels here do, spends less); of the step's SP wire bytes (the formula on the padded shape
+    against the same formula on the real one)."""
+    pshape = padded_shape(spec, cfg, shape, dims)
+    ext = padded_extents(spec, cfg, cfg.seq_extents(shape), dims)
+    attn_real = shape.tokens * sum(cfg.attn_lengths(shape))
+    attn_pad = pshape.tokens * sum(cfg.attn_lengths(pshape))
+    padded_bytes = _bus_bytes(spec, cfg, shape, dims, dtype, mode)
+    real_bytes = _bus_bytes(replace(spec, pads=_no_pads), cfg, shape, dims, dtype, mode)
     return {"padded": {d: p for d, (_, p) in ext.items()},
-            "pad_token_share": 1 - tokens / padded,
-            "pad_attn_share": 1 - attn_real / attn_pad if attn_pad else 0.0}
+            "pad_token_share": 1 - shape.tokens / pshape.tokens,
+            "pad_attn_share": 1 - attn_real / attn_pad if attn_pad else 0.0,
+            "pad_comm_share": 1 - real_bytes / padded_bytes if padded_bytes else 0.0}
+
+
+def _no_pads(cfg, extents, dims) -> tuple[str, ...]:
+    return ()
+
+
+def _bus_bytes(spec, cfg, shape, dims, dtype, mode) -> float:
+    """The step's wire bytes, as a float (an unpadded shape's shards need not be whole bytes)."""
+    return sum(o.count * o.payload * (1 if o.op == "send_recv" else BUS_FACTOR[o.op](o.group_size(dims)))
+               for _, o in spec.plan(cfg, shape, dims, dtype, mode))
 
 
 # ---------------------------------------------------------------- runtime: the plan on the model
