@@ -149,7 +149,13 @@ class KeyMask:
 
 
 class PadPlan:
-    """Padding of one parallelized model: the extents of the forward in flight, set at entry."""
+    """Padding of one parallelized model: the extents of the forward in flight, set at entry.
+
+    `fill` (the padded tokens' value) and `mask_keys` are levers for the tests only: a huge fill
+    must change nothing, and without the masks the oracle check must fail (tests/test_padding.py).
+    """
+    fill = 0.0
+    mask_keys = True
 
     def __init__(self, spec, cfg, dims):
         self.spec, self.cfg, self.dims = spec, cfg, dims
@@ -165,7 +171,7 @@ class PadPlan:
         for i in range(x.dim() - 2, 0, -1):
             real, padded = self.extents.get(i, (0, 0))
             pads += [0, padded - real]
-        return F.pad(x, pads) if any(pads) else x
+        return F.pad(x, pads, value=self.fill) if any(pads) else x
 
     def entered(self, x: torch.Tensor) -> torch.Tensor:
         """After the method's split: note which dim it split (DSP's is T whatever `dims.shard` says)."""
@@ -202,7 +208,7 @@ class PadPlan:
 
 def _with_mask(module, args, kwargs, plan: PadPlan, axes):
     km = plan.key_mask(axes, args[1].shape[1])   # k: (B', L, H, D)
-    if km is not None:
+    if km is not None and plan.mask_keys:
         kwargs = {**kwargs, "kmask": km}
     return args, kwargs
 

@@ -28,6 +28,7 @@ from dspbench.cost.memory import memory, opt_state_bytes
 from dspbench.cost.hardware import Profile
 from dspbench.methods import Dims, get_method
 from dspbench.methods.spec import dtype_size
+from dspbench.methods.padding import padded_shape
 from dspbench.models import Shape, get_config
 from dspbench.models.params import flops_per_sample
 
@@ -117,6 +118,10 @@ def predict(cfg: RunConfig, profile: Profile) -> Prediction:
     spec = get_method(cfg.method)
     shape = Shape(cfg.model_batch, cfg.frames, cfg.spatial)   # CFG: each call sees twice the batch
     dims = Dims(sp=sp, dp=cfg.gpus // sp, shard=cfg.shard)
+    # Padding (methods/padding.py): every rank computes and keeps its shard of the padded grid.
+    if cfg.pad == "auto":
+        shape = padded_shape(spec, mcfg, shape, dims)
+    T, S = shape.frames, shape.spatial
     plan_mode = "train" if cfg.mode == "train" else "infer"
     engine = zero > 0 and cfg.mode == "train"
     plan = spec.plan(mcfg, shape, dims, cfg.dtype, plan_mode, engine=engine)
@@ -128,8 +133,8 @@ def predict(cfg: RunConfig, profile: Profile) -> Prediction:
 
     rate = profile.flops(cfg.dtype)
     factor = flops_factor(cfg)
-    compute = flops_per_sample(mcfg, Shape(1, cfg.frames, cfg.spatial)) * cfg.batch * factor / sp / rate
-    compute += narrow_gemm_s(spec, mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial), sp, factor, profile, cfg.dtype)
+    compute = flops_per_sample(mcfg, Shape(1, T, S)) * cfg.batch * factor / sp / rate
+    compute += narrow_gemm_s(spec, mcfg, Shape(cfg.batch, T, S), sp, factor, profile, cfg.dtype)
     if profile.module_overhead_s:   # every rank runs every module, whatever its shard: factor 3 = fwd+bwd
         # (CFG's batched second call is counted as a call of its own: an overstatement of dispatch)
         compute += profile.module_overhead_s * module_count(cfg.model) * factor / 3
@@ -142,7 +147,7 @@ def predict(cfg: RunConfig, profile: Profile) -> Prediction:
     ring = sum(v for k, v in comm_s.items() if k.startswith("ring_"))
     if profile.ring_overlap and ring:
         # per sample, as `compute`: factor already counts CFG's second call (shape's batch would count it twice)
-        per_call = Shape(cfg.batch, cfg.frames, cfg.spatial)
+        per_call = Shape(cfg.batch, T, S)
         hidden = profile.ring_overlap * min(ring, _attn_core_flops(mcfg, per_call, cfg.shard) * factor / sp / rate)
     # An emulated budget (CPU clusters) replaces the device's memory; the profile's reserved part
     # (the runtime's own working memory) still comes off it.
