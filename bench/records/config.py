@@ -49,6 +49,8 @@ class RunConfig:
                                 # > 0: sp = auto fits against it, and a run that adds more is `oom`
     pad: str = "auto"           # sharded dims the degree does not divide: auto pads them (keys masked),
                                 # never refuses the shape (methods/padding.py)
+    bucket_weight: float = 0.0  # bucketed sweeps: this shape's share of the workload's samples (0: no
+                                # mix; set by a sweep's `buckets`, records/buckets.py); not in the run_id
     sp_auto: bool = False       # set when `sp = "auto"` chose sp (the memory model's minimum): records say
                                 # each method ran at its own minimum SP; not in the run_id
     timeout_s: float = 600.0    # whole run, local launcher: then status timeout
@@ -86,6 +88,8 @@ class RunConfig:
             raise ValueError(f"zero must be one of {ZERO_STAGES}, got {self.zero!r}")
         if self.zero and self.mode != "train":
             raise ValueError(f"zero={self.zero} shards training state: it needs mode train, got {self.mode!r}")
+        if self.bucket_weight < 0:
+            raise ValueError(f"bucket_weight must be >= 0 (0: not a bucket), got {self.bucket_weight}")
         if self.mem_budget_mib < 0:
             raise ValueError(f"mem_budget_mib must be >= 0 (0: no emulated budget), got {self.mem_budget_mib}")
         if self.cfg and self.mode != "sample":
