@@ -66,3 +66,17 @@ def test_bucket_smoke_sweep_runs_every_method_and_reports_the_mix(tmp_path):
     md = (build_report(out) / "index.md").read_text()
     assert "Bucketed workload: every bucket" in md and "Bucketed workload: the mix per method" in md
     assert "4 x 15: " in md and "3 of 3" in md
+
+
+def test_predict_takes_the_bucket_mix(tmp_path, capsys):
+    from dspbench.cli import main
+    from dspbench.records.io import read_dir
+    args = ["predict", "--method", "usp", "--model", "full3d-14b", "--gpus", "16", "--sp", "16", "--dtype", "bf16",
+            "--mode", "infer", "--hardware", "h100-ib", "--out", str(tmp_path)]
+    assert main(args + ["--buckets", "21x1560:3,21x3600:1"]) == 0
+    out = capsys.readouterr().out
+    assert "samples/s over the mix; padding waste 34.4% of tokens; best SP per bucket: 21x1560:" in out
+    recs, _ = read_dir(tmp_path)
+    assert [(r["frames"], r["spatial"], r["bucket_weight"], r["padded_frames"]) for r in recs] == [
+        (21, 1560, 3.0, 32), (21, 3600, 1.0, 32)]     # T sharded 16 ways: 21 frames pad to 32
+    assert main(args + ["--buckets", "21x:3"]) == 2 and not list(tmp_path.glob("*x*"))

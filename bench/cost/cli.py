@@ -9,6 +9,11 @@ from dspbench.records.args import add_run_args
 
 def add_predict_args(p: argparse.ArgumentParser) -> None:
     add_run_args(p)   # its --hardware (optional for run) is required here: checked in cmd_predict
+    b = p.add_argument_group("bucketed workload (records/buckets.py): one record per bucket, then the mix")
+    b.add_argument("--buckets", default=None, metavar="TxS[:W],...",
+                   help="buckets as T x S tokens with weights, e.g. 21x1560:3,21x3600:1 (replaces --frames/--spatial)")
+    b.add_argument("--bucket-file", default=None, metavar="CSV",
+                   help="buckets in OpenSora's terms: a CSV resolution,frames,weight (480p, 720p or HxW pixels)")
     p.set_defaults(out="results/predicted")
 
 

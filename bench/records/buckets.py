@@ -40,6 +40,19 @@ def parse_buckets(where: str, rows) -> list[tuple[int, int, float]]:
     return out
 
 
+def parse_flag(text: str) -> list[tuple[int, int, float]]:
+    """`--buckets 21x1560:3,21x3600:1` -> [(T, S, w)] (weight 1 where none is given)."""
+    rows = []
+    for item in text.split(","):
+        shape, _, weight = item.strip().partition(":")
+        try:
+            t, s = (int(v) for v in shape.lower().split("x"))
+            rows.append([t, s] + ([float(weight)] if weight else []))
+        except ValueError:
+            raise BucketError(f"--buckets: {item.strip()!r} is not TxS or TxS:WEIGHT (e.g. 21x1560:3)") from None
+    return parse_buckets("--buckets", rows)
+
+
 def tokens_of(resolution: str, frames: int) -> tuple[int, int]:
     """(T, S) of a video of `frames` frames at `resolution` ("HxW" pixels or a name in RESOLUTIONS)."""
     if resolution in RESOLUTIONS:
