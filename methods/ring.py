@@ -3,8 +3,9 @@
 Forward, N steps: attend q to the K, V block at hand while the next block is already in flight
 (batch_isend_irecv), merging partial outputs by log-sum-exp in fp32 (N-1 exchanges of K, V).
 Backward, N steps: K, V go around again (N-1 exchanges) and each block's dK, dV accumulator
-travels with it in fp32 and makes one last hop home (N exchanges). Any head count. Padded keys (methods/padding.py): each block is attended on its real
-keys only, a block of pads only is skipped (still passed on: the bytes stay those of padded M).
+travels with it in fp32 and makes one last hop home (N exchanges). Any head count.
+Padded keys (methods/padding.py): each block is attended on its real keys only, and a block of pads
+only is skipped (still passed on: the bytes stay those of padded M).
 
 Joint text (full3d, MMDiT): the text q, k, v are replicated, so the text keys and values are one
 more local block every rank attends to (no exchange), and the text queries join the local queries:

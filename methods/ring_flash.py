@@ -23,7 +23,8 @@ from dspbench.methods.common import attentions, shard_divisible, shard_sequence
 from dspbench.methods.ring import _backward_ops, _forward_ops
 from dspbench.methods.spec import MethodSpec
 
-NO_KEY_MASK = "ring-flash-attn's ring_flash_attn_func takes no key mask (use ring, its algorithm in our code, or a shape the degree divides)"
+NO_KEY_MASK = ("ring-flash-attn's ring_flash_attn_func takes no key mask (use ring, its algorithm in our code, "
+               "or a shape the degree divides)")
 NAME = "ring_flash"
 
 

@@ -23,7 +23,8 @@ from dspbench.methods.comm_dtensor import TorchContextParallelAttention, context
 from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
 from dspbench.methods.spec import MethodSpec, Op
 
-NO_KEY_MASK = "torch's context-parallel SDPA takes no key mask here (use allgather_kv, its algorithm in our code, or a shape the degree divides)"
+NO_KEY_MASK = ("torch's context-parallel SDPA takes no key mask here (use allgather_kv, its algorithm in our "
+               "code, or a shape the degree divides)")
 NAME = "torch_cp"
 TAGS = {"all_gather": "torch_cp_kv", "send_recv": "torch_cp_dkv", "all_to_all": "torch_cp_a2a"}
 

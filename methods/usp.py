@@ -45,7 +45,9 @@ class USPAttention(nn.Module):
     def forward(self, q, k, v, joint=None, kmask=None):
         g = self.ulysses
         if g is None:
-            return self.attend(q, k, v, kmask=kmask) if joint is None else self.attend(q, k, v, joint=joint, kmask=kmask)
+            if joint is None:
+                return self.attend(q, k, v, kmask=kmask)
+            return self.attend(q, k, v, joint=joint, kmask=kmask)
         # (B', L/N, H, D) -a2a(H->L)-> (B', L/r, H/u, D); padded keys' mask gathered alike
         q, k, v = (comm.all_to_all(t, H_DIM, L_DIM, g, "usp_qkv") for t in (q, k, v))
         kmask = None if kmask is None else kmask.gathered(g)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dspbench.reports import (captions, claims, derive, figures, figures_cost, headline, paper, render, render_html, sections, tables,
-                              tables_buckets, tables_comm, tables_cost)
+from dspbench.reports import (captions, claims, derive, figures, figures_cost, headline, paper, render, render_html,
+                              sections, tables, tables_buckets, tables_comm, tables_cost)
 from dspbench.reports.collect import Sweep, load_sweep
 from dspbench.reports.commvol import volume_table
 from dspbench.reports.fmt import Table

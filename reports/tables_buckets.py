@@ -39,7 +39,8 @@ def per_bucket(b: pd.DataFrame) -> Table:
         "model": data["model"], "GPUs": data["gpus"], "method": data["method"].map(label), "SP": data["sp"],
         "bucket T x S": [_shape(t, s) for t, s in zip(data["frames"], data["spatial"])],
         "weight": data["bucket_weight"].map(fmt.num),
-        "padded T x S": ["—" if pd.isna(t) else _shape(t, s) for t, s in zip(data["padded_frames"], data["padded_spatial"])],
+        "padded T x S": ["—" if pd.isna(t) else _shape(t, s)
+                         for t, s in zip(data["padded_frames"], data["padded_spatial"])],
         "padded tokens": data["pad_token_share"].map(fmt.pct),
         "status": data["status"], "samples/s": data["samples_per_s"].map(fmt.num), "numbers": data["source"]})
     notes = ["Each bucket is its own configuration (its own records). Padded T x S: what the method runs "

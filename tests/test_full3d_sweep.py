@@ -42,7 +42,8 @@ def test_gpu_sweep_plans_wan_shapes_and_every_method():
     # library-backed methods are left out (their verdict depends on what is installed).
     reasons = {(c.model, c.method): get_method(c.method).check(get_config(c.model), Shape(c.batch, c.frames, c.spatial),
                                                                Dims(sp=c.sp, shard=c.shard))
-               for c in plan.points if c.method not in ("ring_flash", "ulysses_deepspeed", "torch_cp") and c.shard == "S"}
+               for c in plan.points
+               if c.method not in ("ring_flash", "ulysses_deepspeed", "torch_cp") and c.shard == "S"}
     assert reasons[("full3d-14b", "dsp")].startswith(NOT_APPLICABLE)
     assert "heads=12 is not divisible" in reasons[("full3d-1.3b", "ulysses")]
     assert reasons[("full3d-1.3b", "usp")] is None and reasons[("full3d-14b", "ulysses")] is None

@@ -61,7 +61,8 @@ def tokens_of(resolution: str, frames: int) -> tuple[int, int]:
         try:
             h, w = (int(v) for v in resolution.lower().split("x"))
         except ValueError:
-            raise BucketError(f"resolution {resolution!r} is neither HxW pixels nor one of {', '.join(RESOLUTIONS)}") from None
+            raise BucketError(f"resolution {resolution!r} is neither HxW pixels nor one of "
+                              f"{', '.join(RESOLUTIONS)}") from None
     if h % SPATIAL_DOWN or w % SPATIAL_DOWN or frames < 1:
         raise BucketError(f"resolution {resolution!r} x {frames} frames: H and W must be multiples of "
                           f"{SPATIAL_DOWN} (VAE 8 x patch 2) and frames >= 1")

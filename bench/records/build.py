@@ -64,8 +64,8 @@ def unsupported_reason(cfg: RunConfig) -> str | None:
         import torch
         if torch.cuda.device_count() < cfg.gpus:
             return f"nccl needs {cfg.gpus} CUDA devices here, found {torch.cuda.device_count()}"
-    reason = spec.check_pad(mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial), Dims(sp=sp, dp=cfg.gpus // sp, shard=cfg.shard),
-                            cfg.pad)
+    reason = spec.check_pad(mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial),
+                            Dims(sp=sp, dp=cfg.gpus // sp, shard=cfg.shard), cfg.pad)
     # a library's precision/mode/backend limits (ring_flash, torch_cp); at sp 1 no library runs
     return reason or (spec.check_run(cfg.dtype, cfg.mode, cfg.backend) if sp > 1 else None)
 
@@ -126,8 +126,8 @@ def build_record(cfg: RunConfig, outcome: Outcome, source: str = "measured") -> 
         raise ValueError(f"source {source!r} is not one of {SOURCES}")
     rec = {"schema_version": SCHEMA_VERSION, "source": source, "run_id": cfg.run_id(), "status": outcome.status,
            "error": outcome.error, **asdict(cfg), "world_size": cfg.gpus,
-           "sp": None if cfg.sp == "auto" else int(cfg.sp), "dp": None if cfg.sp == "auto" else cfg.dp, **model_facts(cfg),
-           **padding_facts(cfg)}
+           "sp": None if cfg.sp == "auto" else int(cfg.sp), "dp": None if cfg.sp == "auto" else cfg.dp,
+           **model_facts(cfg), **padding_facts(cfg)}
     empty = {k: None for k in ("step_time_median_s", "step_time_p10_s", "step_time_p90_s", "samples_per_s",
                                "tokens_per_s", "peak_mem_bytes", "losses", "comm_wire_bytes", "comm",
                                "oracle_max_abs_err", "oracle_errors", "comm_formula", "mfu", "hfu",
