@@ -56,15 +56,20 @@ def unsupported_reason(cfg: RunConfig) -> str | None:
     if cfg.sp == "auto":   # run_config resolves it first; reaching here means it could not
         return "--sp auto is resolved only with a hardware profile (--hardware)"
     sp = int(cfg.sp)
-    if sp < 1 or cfg.gpus % sp:
-        return f"sp={sp} does not divide gpus={cfg.gpus}"
+    if cfg.cfg_parallel and cfg.gpus % 2:
+        return f"cfg_parallel splits the world into a cond and an uncond half: gpus={cfg.gpus} is odd"
+    if sp < 1 or cfg.gpus % (sp * cfg.cfg_degree):
+        where = f"half of gpus={cfg.gpus} (one CFG group)" if cfg.cfg_parallel else f"gpus={cfg.gpus}"
+        return f"sp={sp} does not divide {where}"
     if cfg.zero and importlib.util.find_spec("deepspeed") is None:
         return f"zero={cfg.zero} runs on DeepSpeed's engine, which is not installed (pip install 'dspbench[deepspeed]')"
     if cfg.backend == "nccl" and cfg.launcher == "local":
         import torch
         if torch.cuda.device_count() < cfg.gpus:
             return f"nccl needs {cfg.gpus} CUDA devices here, found {torch.cuda.device_count()}"
-    reason = spec.check(mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial), Dims(sp=sp, dp=cfg.gpus // sp, shard=cfg.shard))
+    # under CFG parallelism: the method's constraints inside one group (its sp x dp mesh)
+    reason = spec.check(mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial),
+                        Dims(sp=sp, dp=cfg.dp, shard=cfg.shard, cfg=cfg.cfg_degree))
     # a library's precision/mode/backend limits (ring_flash, torch_cp); at sp 1 no library runs
     return reason or (spec.check_run(cfg.dtype, cfg.mode, cfg.backend) if sp > 1 else None)
 

@@ -17,7 +17,7 @@ ZERO_STAGES = (0, 1, 2)
 IDENTITY = ("method", "model", "frames", "spatial", "batch", "gpus", "sp", "mode", "dtype", "backend",
             "grad_ckpt", "shard", "sample_steps", "warmup", "iters", "seed", "repeat")
 # Later fields: in the run_id only when not at their default, so earlier run_ids stay valid.
-IDENTITY_IF_SET = {"a2a": "single", "zero": 0, "cfg": False, "mem_budget_mib": 0}
+IDENTITY_IF_SET = {"a2a": "single", "zero": 0, "cfg": False, "mem_budget_mib": 0, "cfg_parallel": False}
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ class RunConfig:
     cfg: bool = False           # sample mode: classifier-free guidance, cond + uncond as a batch of 2
     mem_budget_mib: int = 0     # emulated device memory per rank (CPU clusters): 0 = the device's own;
                                 # > 0: sp = auto fits against it, and a run that adds more is `oom`
+    cfg_parallel: bool = False  # sample mode with cfg: cond and uncond passes on two halves of the world
+                                # (each sp x dp), exchanging the noise prediction per step
     sp_auto: bool = False       # set when `sp = "auto"` chose sp (the memory model's minimum): records say
                                 # each method ran at its own minimum SP; not in the run_id
     timeout_s: float = 600.0    # whole run, local launcher: then status timeout
@@ -53,8 +55,13 @@ class RunConfig:
     inject_fault: str = ""      # tests only: KIND@RANK with KIND in raise|hang|oom|exit|slow
 
     @property
+    def cfg_degree(self) -> int:
+        """2 under CFG parallelism (two rank groups), else 1."""
+        return 2 if self.cfg_parallel else 1
+
+    @property
     def dp(self) -> int:
-        return self.gpus // int(self.sp)
+        return self.gpus // (int(self.sp) * self.cfg_degree)
 
     @property
     def global_batch(self) -> int:
@@ -62,8 +69,9 @@ class RunConfig:
 
     @property
     def model_batch(self) -> int:
-        """What one model call sees per replica: the batch, doubled by classifier-free guidance."""
-        return self.batch * (2 if self.cfg else 1)
+        """What one model call sees per replica: the batch, doubled by classifier-free guidance run as
+        a batch of two (CFG parallelism gives each half of the world one of the two passes)."""
+        return self.batch * (2 if self.cfg and not self.cfg_parallel else 1)
 
     def validate(self) -> None:
         """Static errors in the configuration itself (not method constraints: those are `unsupported`)."""
@@ -85,6 +93,9 @@ class RunConfig:
             raise ValueError(f"mem_budget_mib must be >= 0 (0: no emulated budget), got {self.mem_budget_mib}")
         if self.cfg and self.mode != "sample":
             raise ValueError(f"cfg (classifier-free guidance) is a sampling option: it needs mode sample, got {self.mode!r}")
+        if self.cfg_parallel and not (self.cfg and self.mode == "sample"):
+            raise ValueError("cfg_parallel splits classifier-free guidance's two passes over two rank groups: it "
+                             f"needs mode sample with cfg, got mode {self.mode!r}, cfg {self.cfg}")
         self.validate_names()
 
     def validate_names(self) -> None:

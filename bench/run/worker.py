@@ -11,9 +11,11 @@ from dspbench.run import measure
 from dspbench.records.config import RunConfig
 from dspbench.methods import build_dims, comm, get_method
 from dspbench.methods.ledger import Ledger, untag
+from dspbench.methods.spec import sample_comm_bytes
 from dspbench.models import Shape, build_model, get_config
-from dspbench.run.oracle import check_shape, oracle_errors, within_tolerance
+from dspbench.run.oracle import cfg_parallel_errors, check_shape, oracle_errors, within_tolerance
 from dspbench.run.progress import Progress
+from dspbench.run.sampler import TIMED_LOOP, scheduler_for
 from dspbench.run.steps import TORCH_DTYPES, DataStream, make_optimizer, make_step
 from dspbench.run.zero import init_deepspeed_comm, zero_engine
 from dspbench.cost.engine import engine_comm
@@ -23,6 +25,11 @@ from dspbench.methods.attn_kernels import describe as describe_kernels
 
 class OracleMismatch(RuntimeError):
     pass
+
+
+def guidance_of(cfg: RunConfig) -> str:
+    """How sample mode runs classifier-free guidance (run/sampler.py)."""
+    return "parallel" if cfg.cfg_parallel else "batch" if cfg.cfg else "none"
 
 
 def device_for(cfg: RunConfig) -> torch.device:
@@ -42,7 +49,7 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None) -> 
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
     shape, spec = Shape(cfg.batch, cfg.frames, cfg.spatial), get_method(cfg.method)
     comm.set_a2a_style(cfg.a2a)   # before the oracle: it checks the transfer the run times
-    dims = build_dims(int(cfg.sp), cfg.shard)
+    dims = build_dims(int(cfg.sp), cfg.shard, cfg.cfg_degree)
     oracle = _oracle(cfg, spec, mcfg, shape, dims, device, dtype) if cfg.check else None
     if cfg.zero:   # import DeepSpeed before the baseline: its modules are not the run's memory
         init_deepspeed_comm()
@@ -54,7 +61,8 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None) -> 
     model = spec.parallelize(build_model(mcfg).to(device=device, dtype=dtype), dims)
     engine = zero_engine(model, dims, cfg.zero, cfg.dtype, cfg.batch) if cfg.zero else None
     optimizer = make_optimizer(model, cfg.dtype) if cfg.mode == "train" and not engine else None
-    step = make_step(cfg.mode, model, dims, optimizer, cfg.sample_steps, mcfg.in_channels, engine, cfg.cfg)
+    step = make_step(cfg.mode, model, dims, optimizer, cfg.sample_steps, mcfg.in_channels, engine,
+                     guidance_of(cfg), scheduler_for(mcfg.layout))
     data = DataStream(mcfg, cfg, comm.rank(dims.dp_group), cfg.warmup + cfg.iters + 2, device, dtype)
 
     bar = Progress(cfg.warmup + cfg.iters, enabled=progress and comm.world_rank() == 0)
@@ -103,14 +111,25 @@ ORACLE_PARTS = ("output", "grads", "input_grad")   # oracle_max_abs_err is their
 
 def _oracle(cfg, spec, mcfg, shape, dims, device, dtype) -> dict:
     ocfg, oshape = check_shape(mcfg, shape, dims.sp)
+    if dims.cfg == 2:   # the whole sampling loop, both passes, against one device's batch-of-2 CFG
+        errs = cfg_parallel_errors(spec, ocfg, oshape, dims, cfg.sample_steps, scheduler_for(mcfg.layout),
+                                   seed=cfg.seed, device=device, dtype=dtype)
+        return _checked({**errs, "shape": [oshape.batch, oshape.frames, oshape.spatial], "depth": ocfg.depth}, cfg,
+                        ledger=True)
     # A method that cannot train here (MethodSpec.check_run) is checked forward only, in infer/sample.
     backward = cfg.mode == "train" or spec.check_run(cfg.dtype, "train", cfg.backend) is None
     errs = oracle_errors(spec, ocfg, oshape, dims, seed=cfg.seed, device=device, dtype=dtype, backward=backward)
     errs["shape"] = [oshape.batch, oshape.frames, oshape.spatial]
     errs["depth"] = ocfg.depth
-    if not within_tolerance(errs, cfg.dtype):
+    return _checked(errs, cfg)
+
+
+def _checked(errs: dict, cfg: RunConfig, ledger: bool = False) -> dict:
+    """`ledger`: the check's bytes must equal its formula too (the CFG exchange, counted or skipped)."""
+    if not within_tolerance(errs, cfg.dtype) or (ledger and errs["ledger"] != errs["formula"]):
         raise OracleMismatch(f"oracle check failed: output err {errs['output']:.3g}, grad err "
-                             f"{errs['grads']} ({errs['worst_param']}), input grad err {errs['input_grad']}")
+                             f"{errs['grads']} ({errs['worst_param']}), input grad err {errs['input_grad']}; "
+                             f"ledger == formula: {errs['ledger'] == errs['formula']}")
     return {k: errs[k] for k in (*ORACLE_PARTS, "shape", "depth")}
 
 
@@ -127,10 +146,11 @@ def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, m
     step_times = [max(r["times"][i] for r in per_rank) for i in range(len(times))]
     # CFG: every model call sees cond + uncond, twice the batch; ZeRO: the engine reduces gradients.
     fshape = Shape(cfg.model_batch, cfg.frames, cfg.spatial)
-    formula = spec.comm_bytes(mcfg, fshape, dims, TORCH_DTYPES[cfg.dtype],
-                              "train" if cfg.mode == "train" else "infer", engine=cfg.zero > 0)
-    if cfg.mode == "sample":   # K forward passes per step
-        formula = {k: v * cfg.sample_steps for k, v in formula.items()}
+    if cfg.mode == "sample":   # K forward passes per step, and the CFG exchange per pass under cfg_parallel
+        formula = sample_comm_bytes(spec, mcfg, fshape, dims, TORCH_DTYPES[cfg.dtype], cfg.sample_steps)
+    else:
+        formula = spec.comm_bytes(mcfg, fshape, dims, TORCH_DTYPES[cfg.dtype],
+                                  "train" if cfg.mode == "train" else "infer", engine=cfg.zero > 0)
     tagged = led.totals()
     model = memory(spec, mcfg, fshape, dims.sp, dims.dp, cfg.dtype, cfg.mode,
                    spec.plan(mcfg, fshape, dims, cfg.dtype, "train" if cfg.mode == "train" else "infer",
@@ -157,7 +177,15 @@ def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, m
         "environ": environ.environ(per_rank),
         "placement": dims.placement([r["hostname"] for r in per_rank]),   # each rank's node, groups' spans
         "device_name": per_rank[0]["device"],
+        **_sampling(cfg, mcfg),
     }
+
+
+def _sampling(cfg: RunConfig, mcfg) -> dict:
+    """Sample mode: the scheduler, the guidance and what the timed loop holds (null otherwise)."""
+    if cfg.mode != "sample":
+        return {"sampler": None, "cfg_guidance": None, "sample_timed_loop": None}
+    return {"sampler": scheduler_for(mcfg.layout), "cfg_guidance": guidance_of(cfg), "sample_timed_loop": TIMED_LOOP}
 
 
 def _dp_mean_losses(per_rank: list[dict]) -> list[float]:

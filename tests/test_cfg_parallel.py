@@ -1,0 +1,103 @@
+"""CFG parallelism (`--cfg-parallel`): cond and uncond passes on two halves of the world, each
+running the SP method inside its group, exchanging the noise prediction every step.
+
+Oracle: the whole sampling loop (model calls, guidance at scale 7, scheduler updates) equals one
+device's loop with both passes as a batch of two, fp32, at world 4 (2 CFG groups x SP 2), and the
+ledger equals the method's sampling formula plus the exchange."""
+import math
+
+import pytest
+import torch
+
+import cfg_parallel_tasks as ct
+from dspbench.records.build import unsupported_reason
+from dspbench.records.config import RunConfig
+from dspbench.run.sampler import schedule
+
+RTOL = 2e-6   # as tests/oracle_tasks.py: a few ulps of the largest value, 10x headroom
+METHODS = ["dsp", "ulysses", "ring", "usp", "allgather_kv"]
+
+
+@pytest.mark.gloo
+@pytest.mark.parametrize("method", METHODS)
+def test_cfg_parallel_equals_single_device_cfg(rank_pool, method):
+    res = rank_pool(4).run(ct.cfg_parallel_case, method, "stdit-tiny", (1, 4, 16), 2)
+    assert [r["cond"] for r in res] == [True, True, False, False]   # contiguous halves
+    for r in res:
+        assert "unsupported" not in r, r
+        assert r["output"] <= RTOL * max(1.0, r["output_scale"]), r["output"]
+        assert r["ledger"] == r["formula"], (r["ledger"], r["formula"])
+        assert r["ledger"]["cfg_exchange/send_recv.fwd"] > 0
+
+
+@pytest.mark.gloo
+def test_cfg_parallel_flow_scheduler_on_full3d(rank_pool):
+    res = rank_pool(4).run(ct.cfg_parallel_case, "ulysses", "full3d-tiny", (1, 4, 16), 2, 3, "flow")
+    for r in res:
+        assert r["output"] <= RTOL * max(1.0, r["output_scale"]), r["output"]
+        assert r["ledger"] == r["formula"]
+
+
+@pytest.mark.gloo
+def test_skipped_exchange_is_caught(rank_pool):
+    """Without the exchange each group guides with its own pass: the oracle and the ledger both fail."""
+    res = rank_pool(4).run(ct.cfg_parallel_case, "dsp", "stdit-tiny", (1, 4, 16), 2, skip_exchange=True)
+    for r in res:
+        assert r["output"] > 1e-3 * max(1.0, r["output_scale"]), r["output"]
+        assert r["ledger"] != r["formula"]
+
+
+def test_run_id_changes_only_when_set():
+    base = RunConfig(mode="sample", cfg=True, gpus=4, sp=2)
+    assert RunConfig(mode="sample", cfg=True, gpus=4, sp=2, cfg_parallel=False).run_id() == base.run_id()
+    assert RunConfig(mode="sample", cfg=True, gpus=4, sp=2, cfg_parallel=True).run_id() != base.run_id()
+    # the id of a configuration from before the field existed (fixed in tests/golden by other tests)
+    assert RunConfig().run_id() == RunConfig(cfg_parallel=False).run_id()
+
+
+def test_degrees_and_batch_under_cfg_parallel():
+    c = RunConfig(mode="sample", cfg=True, cfg_parallel=True, gpus=8, sp=2)
+    assert (c.cfg_degree, c.dp, c.global_batch, c.model_batch) == (2, 2, 2, 1)
+    assert RunConfig(mode="sample", cfg=True, gpus=8, sp=2).model_batch == 2
+
+
+@pytest.mark.parametrize("over, words", [
+    (dict(mode="sample"), "needs mode sample with cfg"),
+    (dict(mode="infer", cfg=False), "needs mode sample with cfg"),
+])
+def test_cfg_parallel_needs_cfg_and_sample_mode(over, words):
+    with pytest.raises(ValueError, match=words):
+        RunConfig(cfg_parallel=True, gpus=4, sp=2, **over).validate()
+
+
+@pytest.mark.parametrize("over, words", [
+    (dict(gpus=3, sp=1), "gpus=3 is odd"),
+    (dict(gpus=4, sp=4), "sp=4 does not divide half of gpus=4"),
+    (dict(gpus=4, sp=2, method="ulysses", model="stdit-tiny", spatial=16, frames=4), None),
+    (dict(gpus=16, sp=8, method="ulysses", model="stdit-tiny"), "heads"),   # 4 heads inside a group of 8
+])
+def test_unsupported_reasons_inside_a_group(over, words):
+    reason = unsupported_reason(RunConfig(mode="sample", cfg=True, cfg_parallel=True, **over))
+    assert (reason is None) if words is None else (words in reason), reason
+
+
+def _noisy(kind, x0, noise):
+    if kind == "flow":   # sigma = 1: pure noise
+        return noise
+    betas = [1e-4 + (0.02 - 1e-4) * i / 999 for i in range(1000)]
+    abar = math.prod(1 - b for b in betas)
+    return math.sqrt(abar) * x0 + math.sqrt(1 - abar) * noise
+
+
+@pytest.mark.parametrize("kind", ["ddim", "flow"])
+@pytest.mark.parametrize("steps", [1, 3, 10])
+def test_scheduler_recovers_the_clean_sample_from_a_perfect_prediction(kind, steps):
+    """DDIM (eta 0) with the true noise, or flow-matching Euler with the true velocity, lands exactly
+    on x0 whatever K: a wrong coefficient or timestep would not."""
+    g = torch.Generator().manual_seed(0)
+    x0, noise = torch.randn(64, generator=g, dtype=torch.float64), torch.randn(64, generator=g, dtype=torch.float64)
+    x = _noisy(kind, x0, noise)
+    for t, a, b in schedule(kind, steps):
+        assert 0 <= t <= 1000
+        x = a * x + b * (noise - x0 if kind == "flow" else noise)
+    torch.testing.assert_close(x, x0, rtol=0, atol=1e-9)
