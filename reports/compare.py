@@ -127,7 +127,7 @@ def verdict(row) -> str:
 
 
 SHOW = {"model": "model", "mode": "mode", "dtype": "dtype", "batch": "B", "frames": "T", "spatial": "S",
-        "gpus": "GPUs", "sp": "SP", "dp": "DP", "zero": "ZeRO", "cfg": "CFG", "source": "numbers",
+        "gpus": "GPUs", "sp": "SP", "dp": "DP", "zero": "ZeRO", "cfg": "CFG", "cfg_parallel": "CFG parallel", "source": "numbers",
         "hardware": "hardware", "method": "method", "shard": "shard", "grad_ckpt": "ckpt"}
 ALWAYS = ("method", "frames", "spatial", "gpus", "sp", "source")
 

@@ -98,6 +98,9 @@ def derived(cfg: RunConfig, metrics: dict) -> dict:
         "mfu": None if peak is None else per_sample * model_x * samples / (cfg.gpus * peak),
         "hfu": None if peak is None else per_sample * hw_x * samples / (cfg.gpus * peak),
         "peak_mem_bytes": max(metrics["peak_mem_bytes_per_rank"]),
+        # sample mode: one timed step is the whole sampling loop of every replica's videos
+        "s_per_video": med / cfg.global_batch if cfg.mode == "sample" else None,
+        "s_per_sample_step": med / cfg.sample_steps if cfg.mode == "sample" else None,
     }
 
 

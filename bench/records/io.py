@@ -4,14 +4,19 @@ A record is `{schema_version, run_id, status, error, **config, **model facts, **
 Fields (units in the name where it matters):
 - identity/config: run_id, method, model, batch (per DP replica), frames (T), spatial (S),
   hidden, depth, heads, params, world_size, sp, dp, mode, dtype, backend, grad_ckpt, shard,
-  sample_steps, warmup, iters, seed, repeat, launcher, a2a (single | list), zero (0 | 1 | 2), cfg
-  (these three enter the run_id only when not at their default);
+  sample_steps, warmup, iters, seed, repeat, launcher, a2a (single | list), zero (0 | 1 | 2), cfg,
+  cfg_parallel (cond and uncond passes on two halves of the world), mem_budget_mib (these enter the
+  run_id only when not at their default);
 - status: ok | unsupported | oom | timeout | error, `error` (message, naming the failing rank);
 - timing: step_time_median_s, step_time_p10_s, step_time_p90_s, step_times_s (per timed iteration,
   max over ranks); samples_per_s and tokens_per_s (global batch, tokens = B*T*S per sample);
   mfu (model FLOPs, 3x forward in training / exact-SKU device peak; null where unknown, e.g. CPU),
   hfu and hardware_flops_per_step (with checkpointing's recompute), flops_per_step;
   attn_kernel {"sdpa": backend, "ring_block": kernel};
+- sampling (sample mode; null otherwise): s_per_video (median loop time / global batch: seconds of
+  the K-step loop per video), s_per_sample_step (median / K), sampler (ddim | flow), cfg_guidance
+  (none | batch | parallel), sample_timed_loop (what the timed loop holds: the denoising steps only,
+  text encoder and VAE outside it);
 - memory: peak_mem_bytes (max over ranks), peak_mem_bytes_per_rank (the timed steps' peak: reset
   after the oracle and the warm-up, peak_mem_reset), mem_base_bytes_per_rank, mem_run_bytes (the
   most a rank added over its base), mem_model (the memory model's bytes by part for this config),
