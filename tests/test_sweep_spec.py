@@ -210,7 +210,8 @@ def test_rank_command_maps_every_field_onto_dspbench_run():
     from dataclasses import fields
     cfg = RunConfig(method="ring", gpus=4, sp=2, check=True, grad_ckpt=True, timeout_s=12.5, launcher="env",
                     inject_fault="hang@1", repeat=3, sp_auto=True, mem_budget_mib=99, zero=1, a2a="list",
-                    cfg=True, threads=3, sample_steps=4, shard="S", seed=5, mode="sample", dtype="bf16")
+                    cfg=True, cfg_parallel=True, threads=3, sample_steps=4, shard="S", seed=5, mode="sample",
+                    dtype="bf16")
     unset = [f.name for f in fields(RunConfig) if getattr(cfg, f.name) == f.default]
     assert set(unset) <= {"model", "frames", "spatial", "batch", "backend", "warmup", "iters"}, unset  # every other field set
     argv = rank_command(cfg, "r.jsonl")
