@@ -122,3 +122,35 @@ def test_smoke_sweep_runs_cfg_parallel_oracle_exact(tmp_path):
         exchanged = "cfg_exchange/send_recv.fwd" in r["comm_tagged"]
         assert exchanged == r["cfg_parallel"] == (r["cfg_guidance"] == "parallel") == (r["sp"] == 2)
         assert "VAE" in r["sample_timed_loop"]
+
+
+# ---------------------------------------------------------------- cost model
+def _predict(**over):
+    from dspbench.cost.hardware import load_profile
+    from dspbench.cost.model import predict
+    base = dict(method="ulysses", model="full3d-14b", frames=21, spatial=3600, mode="sample", sample_steps=50,
+                dtype="bf16", backend="nccl", shard="S", cfg=True)
+    return predict(RunConfig(**{**base, **over}), load_profile("h100-ib"))
+
+
+def test_predict_prices_cfg_parallel_bytes_as_the_worker_formula():
+    """The cost model's wire bytes are the formula the ledger is checked against: the method's sampling
+    plan on one pass's batch plus the exchange per step."""
+    from dspbench.methods import Dims, get_method
+    from dspbench.methods.ledger import untag
+    from dspbench.methods.spec import sample_comm_bytes
+    from dspbench.models import Shape, get_config
+    p = _predict(gpus=8, sp=4, cfg_parallel=True)
+    formula = sample_comm_bytes(get_method("ulysses"), get_config("full3d-14b"), Shape(1, 21, 3600),
+                                Dims(sp=4, dp=1, shard="S", cfg=2), "bf16", 50)
+    assert p.comm_wire == pytest.approx(untag(formula), rel=1e-12)
+    assert formula["cfg_exchange/send_recv.fwd"] == 50 * 21 * 3600 * 4 * 16 * 2   # T S patch(1x2x2) C_in bf16
+
+
+def test_predict_halves_compute_and_prices_the_exchange_by_placement():
+    one = _predict(method="single", gpus=1, sp=1)
+    two = _predict(method="single", gpus=2, sp=1, cfg_parallel=True)
+    assert two.compute_s == pytest.approx(one.compute_s / 2, rel=1e-12)   # one pass of the two per rank
+    inside = _predict(gpus=8, sp=4, cfg_parallel=True).comm_s["cfg_exchange/send_recv.fwd"]
+    across = _predict(gpus=16, sp=8, cfg_parallel=True).comm_s["cfg_exchange/send_recv.fwd"]
+    assert across > 2 * inside > 0   # at 16 GPUs (nodes of 8) rank r and r + 8 sit on different nodes

@@ -11,6 +11,11 @@
   per rank whatever its shard (a small model on a CPU spends much of a step dispatching ops).
 - optimizer (train): AdamW is a memory-bound pass over this rank's optimizer share
   (OPT_BYTES per parameter at the profile's optimizer rate).
+- CFG parallelism (sample mode): each half of the world runs one of the two passes, so a rank
+  computes K calls of the batch, not 2K (compute / 2), its SP plan is that of one call's batch, and
+  each step adds the exchange of the noise prediction with the peer rank in the other half
+  (methods/spec.py cfg_exchange_op), priced on the tier the pair crosses: rank r and r + world/2,
+  ranks node-major, share a node only when the world fits in one.
 - overlap: none, except ring attention's K/V hops under its own attention, by the profile's
   fraction f (hidden = f x min(ring comm, attention-core compute over the sharded dim)). All-to-all,
   all-gather and reduce-scatter sit on the critical path of the next operator, and the gradient
@@ -27,7 +32,7 @@ from dspbench.cost.engine import engine_ops
 from dspbench.cost.memory import memory, opt_state_bytes
 from dspbench.cost.hardware import Profile
 from dspbench.methods import Dims, get_method
-from dspbench.methods.spec import dtype_size
+from dspbench.methods.spec import cfg_exchange_op, dtype_size
 from dspbench.models import Shape, get_config
 from dspbench.models.params import flops_per_sample
 
@@ -115,19 +120,22 @@ def predict(cfg: RunConfig, profile: Profile) -> Prediction:
     sp = int(cfg.sp)
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
     spec = get_method(cfg.method)
-    shape = Shape(cfg.model_batch, cfg.frames, cfg.spatial)   # CFG: each call sees twice the batch
-    dims = Dims(sp=sp, dp=cfg.gpus // sp, shard=cfg.shard)
+    shape = Shape(cfg.model_batch, cfg.frames, cfg.spatial)   # CFG as a batch: each call sees twice the batch
+    halves = cfg.cfg_degree   # CFG parallel: each rank runs one pass of the two
+    dims = Dims(sp=sp, dp=cfg.dp, shard=cfg.shard, cfg=halves)
     plan_mode = "train" if cfg.mode == "train" else "infer"
     engine = zero > 0 and cfg.mode == "train"
     plan = spec.plan(mcfg, shape, dims, cfg.dtype, plan_mode, engine=engine)
     if engine:   # the engine's own gradient reduce-scatter and parameter all-gather
         plan = plan + engine_ops(spec, mcfg, dims, dtype_size(cfg.dtype), zero)
+    if halves == 2:   # one exchange of the noise prediction per denoising step
+        plan = plan + [("fwd", cfg_exchange_op(mcfg, shape, dtype_size(cfg.dtype)))]
     reps = cfg.sample_steps if cfg.mode == "sample" else 1
     comm_s = {k: v * reps for k, v in plan_times(profile, plan, dims).items()}
     wire = {k: v * reps for k, v in plan_wire(plan, dims).items()}
 
     rate = profile.flops(cfg.dtype)
-    factor = flops_factor(cfg)
+    factor = flops_factor(cfg) / halves   # per rank: CFG parallel runs one of the two passes
     compute = flops_per_sample(mcfg, Shape(1, cfg.frames, cfg.spatial)) * cfg.batch * factor / sp / rate
     compute += narrow_gemm_s(spec, mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial), sp, factor, profile, cfg.dtype)
     if profile.module_overhead_s:   # every rank runs every module, whatever its shard: factor 3 = fwd+bwd

@@ -74,7 +74,7 @@ def _placement(cfg: RunConfig, profile: Profile) -> dict:
     the model's, 'node0', ..., not hosts)."""
     from dspbench.methods.dims import Dims
     g = profile.gpus_per_node
-    return Dims(sp=int(cfg.sp), dp=cfg.gpus // int(cfg.sp)).placement([f"node{r // g}" for r in range(cfg.gpus)])
+    return Dims(sp=int(cfg.sp), dp=cfg.dp, cfg=cfg.cfg_degree).placement([f"node{r // g}" for r in range(cfg.gpus)])
 
 
 INTERVAL_FIELDS = ("step_time_low_s", "step_time_high_s", "ratio_to_dsp", "ratio_to_dsp_low", "ratio_to_dsp_high")
