@@ -106,7 +106,7 @@ def test_scheduler_recovers_the_clean_sample_from_a_perfect_prediction(kind, ste
 
 
 @pytest.mark.gloo
-def test_smoke_sweep_runs_cfg_parallel_oracle_exact(tmp_path):
+def test_smoke_sweep_runs_cfg_parallel_oracle_exact(tmp_path, capsys):
     """The shipped cfg_parallel_smoke sweep through the local executor: every CFG-parallel run is
     ok, oracle-checked and ledger == formula with the exchange counted; the batch-of-2 runs have none."""
     from dspbench.cli import main
@@ -122,6 +122,13 @@ def test_smoke_sweep_runs_cfg_parallel_oracle_exact(tmp_path):
         exchanged = "cfg_exchange/send_recv.fwd" in r["comm_tagged"]
         assert exchanged == r["cfg_parallel"] == (r["cfg_guidance"] == "parallel") == (r["sp"] == 2)
         assert "VAE" in r["sample_timed_loop"]
+    # compare pairs CFG as a batch (SP 4) with CFG parallel (2 x SP 2) on the same 4 ranks, per method
+    capsys.readouterr()
+    assert main(["compare", "batch", "parallel", "--by", "cfg", "--results", str(out), "--format", "csv"]) == 0
+    rows = capsys.readouterr().out.strip().splitlines()
+    assert rows[0].startswith("model,") and sorted(r.split(",")[rows[0].split(",").index("method")]
+                                                   for r in rows[1:]) == ["dsp", "ulysses"]
+    assert main(["compare", "batch", "nope", "--by", "cfg", "--results", str(out)]) == 2
 
 
 # ---------------------------------------------------------------- cost model

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from dspbench.cost.autosp import resolved
-from dspbench.records.build import Outcome, build_record, unsupported_reason
+from dspbench.records.build import Outcome, build_record, per_video, unsupported_reason
 from dspbench.records.config import RunConfig, flops_factors
 from dspbench.cost.model import predict
 from dspbench.cost.hardware import Profile, available_profiles, load_profile
@@ -48,7 +48,7 @@ def predicted_record(cfg: RunConfig, profile: Profile) -> dict:
              "peak_mem_bytes_per_rank": None, "comm_tagged": None, "comm_time_s": None,
              "comm_formula_match": None, "comm_symmetric": None, "flops_per_step": None,
              "mem_base_bytes_per_rank": None, "peak_mem_reset": None, "mem_peak_step": None, "rss_run_bytes": None, "mem_run_bytes": None, "mem_model": None,
-             "placement": None, **dict.fromkeys(INTERVAL_FIELDS)}
+             "placement": None, "s_per_video": None, "s_per_sample_step": None, **dict.fromkeys(INTERVAL_FIELDS)}
     if reason:
         rec = build_record(cfg if cfg.sp != "auto" else _sp1(cfg), Outcome("unsupported", reason), "predicted")
         return {**rec, **extra, "sp": cfg.sp if cfg.sp != "auto" else None, "environ": _environ(device_label(profile))}
@@ -115,7 +115,7 @@ def _throughput(cfg: RunConfig, step: float, profile: Profile) -> dict:
             "step_times_s": [step], "samples_per_s": samples, "tokens_per_s": samples * cfg.frames * cfg.spatial,
             "flops_per_step": flops, "hardware_flops_per_step": hw,
             "mfu": flops / step / (cfg.gpus * peak) if peak else None,
-            "hfu": hw / step / (cfg.gpus * peak) if peak else None}
+            "hfu": hw / step / (cfg.gpus * peak) if peak else None, **per_video(cfg, step)}
 
 
 # ---------------------------------------------------------------- command (arguments: bench/cost/cli.py)

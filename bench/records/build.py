@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from dspbench.methods import Dims, get_method
 from dspbench.models import Shape, get_config
 from dspbench.models.params import flops_per_sample, param_count
-from dspbench.records.config import RunConfig, flops_factors
+from dspbench.records.config import SAMPLE_TIMED_LOOP, RunConfig, flops_factors, guidance, sampler_for
 from dspbench.records.io import SCHEMA_VERSION
 
 # Dense (no sparsity) bf16/fp16 tensor-core peak FLOP/s per exact SKU, keyed by the name
@@ -98,10 +98,27 @@ def derived(cfg: RunConfig, metrics: dict) -> dict:
         "mfu": None if peak is None else per_sample * model_x * samples / (cfg.gpus * peak),
         "hfu": None if peak is None else per_sample * hw_x * samples / (cfg.gpus * peak),
         "peak_mem_bytes": max(metrics["peak_mem_bytes_per_rank"]),
-        # sample mode: one timed step is the whole sampling loop of every replica's videos
-        "s_per_video": med / cfg.global_batch if cfg.mode == "sample" else None,
-        "s_per_sample_step": med / cfg.sample_steps if cfg.mode == "sample" else None,
+        **per_video(cfg, med),
     }
+
+
+def sampling_facts(cfg: RunConfig) -> dict:
+    """Sample mode: the sampler, how CFG ran and what the timed loop holds; null in other modes."""
+    if cfg.mode != "sample":
+        return {"sampler": None, "cfg_guidance": None, "sample_timed_loop": None}
+    try:
+        layout = get_config(cfg.model).layout
+    except KeyError:
+        layout = None
+    return {"sampler": layout and sampler_for(layout), "cfg_guidance": guidance(cfg),
+            "sample_timed_loop": SAMPLE_TIMED_LOOP}
+
+
+def per_video(cfg: RunConfig, median_s: float) -> dict:
+    """Sample mode: one timed step is the whole sampling loop of every replica's videos."""
+    sample = cfg.mode == "sample"
+    return {"s_per_video": median_s / cfg.global_batch if sample else None,
+            "s_per_sample_step": median_s / cfg.sample_steps if sample else None}
 
 
 SOURCES = ("measured", "predicted", "synthetic")
@@ -118,6 +135,7 @@ def build_record(cfg: RunConfig, outcome: Outcome, source: str = "measured") -> 
                                "oracle_max_abs_err", "oracle_errors", "comm_formula", "mfu", "hfu",
                                "engine_comm", "attn_kernel", "mem_model", "mem_run_bytes")}
     rec.update(empty)
+    rec.update(sampling_facts(cfg))
     m = outcome.metrics or {}
     rec.update({k: v for k, v in m.items() if k != "device_name"})
     if outcome.status == "ok" and m:

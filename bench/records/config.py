@@ -140,3 +140,20 @@ def flops_factors(cfg: RunConfig) -> tuple[float, float]:
         return 3.0, 4.0 if cfg.grad_ckpt else 3.0
     calls = cfg.sample_steps * (2 if cfg.cfg else 1) if cfg.mode == "sample" else 1
     return float(calls), float(calls)
+
+
+# What sample mode's timed loop holds (bench/run/sampler.py), in the record's words.
+SAMPLE_TIMED_LOOP = ("the K denoising steps only (model calls, guidance, scheduler update); text encoder and "
+                     "VAE not run (synthetic caption features and latents)")
+
+
+def sampler_for(layout: str) -> str:
+    """The sampler a model family ships with: rectified flow for OpenSora v1.2 (stdit3) and the Wan
+    class (full3d*), DDIM over DDPM's betas for OpenSora v1.0 (stdit) and the rest."""
+    return "flow" if layout == "stdit3" or layout.startswith("full3d") else "ddim"
+
+
+def guidance(cfg: RunConfig) -> str:
+    """How sample mode runs classifier-free guidance: none, batch (cond + uncond as a batch of 2) or
+    parallel (on two rank groups)."""
+    return "parallel" if cfg.cfg_parallel else "batch" if cfg.cfg else "none"

@@ -13,6 +13,7 @@ Guidance: `none`; `batch` (cond and uncond in one call of twice the batch, the n
 `parallel` (CFG parallelism: this rank's half of the world runs the cond or the uncond pass and
 swaps its prediction with its peer in the other half, methods/comm.exchange_with_peer).
 The text encoder and the VAE are outside this loop: captions and latents are synthetic inputs.
+Which sampler a model uses: records.config.sampler_for (the record's `sampler` field).
 """
 from __future__ import annotations
 
@@ -21,21 +22,13 @@ import math
 import torch
 
 from dspbench.methods import comm
+from dspbench.methods.spec import CFG_EXCHANGE_TAG
 
 # OpenSora v1.0's guidance scale (its configs/opensora/inference/*.py: scheduler cfg_scale=7.0).
 CFG_SCALE = 7.0
 TRAIN_STEPS = 1000
 GUIDANCE = ("none", "batch", "parallel")
-EXCHANGE_TAG = "cfg_exchange"
-# What the timed loop is, in the record's words.
-TIMED_LOOP = ("the K denoising steps only (model calls, guidance, scheduler update); text encoder and "
-              "VAE not run (synthetic caption features and latents)")
 
-
-def scheduler_for(layout: str) -> str:
-    """The sampler a model family ships with: rectified flow for OpenSora v1.2 (stdit3) and the Wan
-    class (full3d*), DDIM over DDPM's betas for OpenSora v1.0 (stdit) and the rest."""
-    return "flow" if layout == "stdit3" or layout.startswith("full3d") else "ddim"
 
 
 def schedule(kind: str, steps: int) -> list[tuple[float, float, float]]:
@@ -82,7 +75,7 @@ def sample(model, x, y, steps: int, in_channels: int, guidance: str = "none", di
         if guidance == "batch":
             cond, uncond = eps.chunk(2)
         elif guidance == "parallel":
-            other = comm.exchange_with_peer(eps, dims.cfg_group, EXCHANGE_TAG)
+            other = comm.exchange_with_peer(eps, dims.cfg_group, CFG_EXCHANGE_TAG)
             cond, uncond = (eps, other) if is_cond_rank(dims) else (other, eps)
         if guidance != "none":
             eps = uncond + scale * (cond - uncond)

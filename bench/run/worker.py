@@ -8,14 +8,13 @@ import torch
 
 from dspbench.records import environ
 from dspbench.run import measure
-from dspbench.records.config import RunConfig
+from dspbench.records.config import RunConfig, guidance, sampler_for
 from dspbench.methods import build_dims, comm, get_method
 from dspbench.methods.ledger import Ledger, untag
 from dspbench.methods.spec import sample_comm_bytes
 from dspbench.models import Shape, build_model, get_config
 from dspbench.run.oracle import cfg_parallel_errors, check_shape, oracle_errors, within_tolerance
 from dspbench.run.progress import Progress
-from dspbench.run.sampler import TIMED_LOOP, scheduler_for
 from dspbench.run.steps import TORCH_DTYPES, DataStream, make_optimizer, make_step
 from dspbench.run.zero import init_deepspeed_comm, zero_engine
 from dspbench.cost.engine import engine_comm
@@ -25,11 +24,6 @@ from dspbench.methods.attn_kernels import describe as describe_kernels
 
 class OracleMismatch(RuntimeError):
     pass
-
-
-def guidance_of(cfg: RunConfig) -> str:
-    """How sample mode runs classifier-free guidance (run/sampler.py)."""
-    return "parallel" if cfg.cfg_parallel else "batch" if cfg.cfg else "none"
 
 
 def device_for(cfg: RunConfig) -> torch.device:
@@ -62,7 +56,7 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None) -> 
     engine = zero_engine(model, dims, cfg.zero, cfg.dtype, cfg.batch) if cfg.zero else None
     optimizer = make_optimizer(model, cfg.dtype) if cfg.mode == "train" and not engine else None
     step = make_step(cfg.mode, model, dims, optimizer, cfg.sample_steps, mcfg.in_channels, engine,
-                     guidance_of(cfg), scheduler_for(mcfg.layout))
+                     guidance(cfg), sampler_for(mcfg.layout))
     data = DataStream(mcfg, cfg, comm.rank(dims.dp_group), cfg.warmup + cfg.iters + 2, device, dtype)
 
     bar = Progress(cfg.warmup + cfg.iters, enabled=progress and comm.world_rank() == 0)
@@ -112,7 +106,7 @@ ORACLE_PARTS = ("output", "grads", "input_grad")   # oracle_max_abs_err is their
 def _oracle(cfg, spec, mcfg, shape, dims, device, dtype) -> dict:
     ocfg, oshape = check_shape(mcfg, shape, dims.sp)
     if dims.cfg == 2:   # the whole sampling loop, both passes, against one device's batch-of-2 CFG
-        errs = cfg_parallel_errors(spec, ocfg, oshape, dims, cfg.sample_steps, scheduler_for(mcfg.layout),
+        errs = cfg_parallel_errors(spec, ocfg, oshape, dims, cfg.sample_steps, sampler_for(mcfg.layout),
                                    seed=cfg.seed, device=device, dtype=dtype)
         return _checked({**errs, "shape": [oshape.batch, oshape.frames, oshape.spatial], "depth": ocfg.depth}, cfg,
                         ledger=True)
@@ -177,15 +171,7 @@ def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, m
         "environ": environ.environ(per_rank),
         "placement": dims.placement([r["hostname"] for r in per_rank]),   # each rank's node, groups' spans
         "device_name": per_rank[0]["device"],
-        **_sampling(cfg, mcfg),
     }
-
-
-def _sampling(cfg: RunConfig, mcfg) -> dict:
-    """Sample mode: the scheduler, the guidance and what the timed loop holds (null otherwise)."""
-    if cfg.mode != "sample":
-        return {"sampler": None, "cfg_guidance": None, "sample_timed_loop": None}
-    return {"sampler": scheduler_for(mcfg.layout), "cfg_guidance": guidance_of(cfg), "sample_timed_loop": TIMED_LOOP}
 
 
 def _dp_mean_losses(per_rank: list[dict]) -> list[float]:
