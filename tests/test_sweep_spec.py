@@ -98,7 +98,8 @@ def test_unknown_sweep_name_lists_the_shipped_ones():
     ("paper_inference", 21),       # (single + 6 methods on 8 GPUs) x 3 repeats
     ("plugin_vs_dsp", 18),         # dsp, dsp_overlap, ulysses x SP 2, 4 x 3 repeats
     ("full3d_smoke", 6),
-    ("cfg_parallel_smoke", 7),     # 5 methods x CFG parallel at SP 2 + (dsp, ulysses) CFG batch at SP 4           # 6 methods on full3d-joint-tiny (DSP recorded not applicable)
+    ("cfg_parallel_smoke", 7),
+    ("cfg_parallel_cpu", 12),      # (dsp, ulysses) x (CFG parallel at SP 2, CFG batch at SP 4) x 3 repeats     # 5 methods x CFG parallel at SP 2 + (dsp, ulysses) CFG batch at SP 4           # 6 methods on full3d-joint-tiny (DSP recorded not applicable)
     ("full3d_wan", 216),           # 4 models x 480p/720p x 9 methods x 3 repeats
     ("multinode_smoke", 12),       # 6 methods x SP 2 (inside a node), 4 (across both) on 2 x 2
     ("multinode_2x4", 18),         # 6 methods x SP 2, 4 (inside a node), 8 (across both) on 2 x 4
