@@ -161,3 +161,12 @@ def test_predict_halves_compute_and_prices_the_exchange_by_placement():
     inside = _predict(gpus=8, sp=4, cfg_parallel=True).comm_s["cfg_exchange/send_recv.fwd"]
     across = _predict(gpus=16, sp=8, cfg_parallel=True).comm_s["cfg_exchange/send_recv.fwd"]
     assert across > 2 * inside > 0   # at 16 GPUs (nodes of 8) rank r and r + 8 sit on different nodes
+
+
+def test_dispatch_counts_calls_not_passes():
+    """A calibrated profile's per-module dispatch is paid per model call: CFG as a batch of 2 is K
+    calls (not 2K), as is CFG parallel's one pass per rank."""
+    from dspbench.cost.model import dispatch_calls
+    sample = dict(mode="sample", sample_steps=10, gpus=4, sp=2)
+    assert dispatch_calls(RunConfig(**sample)) == dispatch_calls(RunConfig(cfg=True, **sample)) == 10
+    assert dispatch_calls(RunConfig(cfg=True, cfg_parallel=True, **sample)) == 10

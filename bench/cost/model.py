@@ -78,6 +78,12 @@ def method_overhead(cfg: RunConfig, sp: int, profile: Profile) -> float:
     return profile.method_overhead_s.get(cfg.method, 0.0)
 
 
+def dispatch_calls(cfg: RunConfig) -> float:
+    """Forward passes' worth of module calls one rank issues per step: CFG as a batch of 2 runs cond
+    and uncond in one call (twice the FLOPs, the same dispatch), CFG parallel one pass per rank."""
+    return flops_factor(cfg) / (2 if cfg.mode == "sample" and cfg.cfg else 1)
+
+
 def flops_factor(cfg: RunConfig) -> float:
     """Forward passes' worth of FLOPs the hardware runs per sample per step (recompute included)."""
     return flops_factors(cfg)[1]
@@ -139,8 +145,7 @@ def predict(cfg: RunConfig, profile: Profile) -> Prediction:
     compute = flops_per_sample(mcfg, Shape(1, cfg.frames, cfg.spatial)) * cfg.batch * factor / sp / rate
     compute += narrow_gemm_s(spec, mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial), sp, factor, profile, cfg.dtype)
     if profile.module_overhead_s:   # every rank runs every module, whatever its shard: factor 3 = fwd+bwd
-        # (CFG's batched second call is counted as a call of its own: an overstatement of dispatch)
-        compute += profile.module_overhead_s * module_count(cfg.model) * factor / 3
+        compute += profile.module_overhead_s * module_count(cfg.model) * dispatch_calls(cfg) / 3
     compute += method_overhead(cfg, sp, profile)
     mem = memory(spec, mcfg, shape, sp, dims.dp, cfg.dtype, cfg.mode, plan, zero)
     state_bytes = opt_state_bytes(cfg.dtype, zero)        # per parameter (cost_memory.static_bytes)
