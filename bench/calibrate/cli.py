@@ -54,6 +54,14 @@ def add_calibrate_args(p: argparse.ArgumentParser) -> None:
     m.add_argument("--depth", type=int, default=0,
                    help="blocks in the benchmarked model (0: the model's; 1: one block, e.g. STDiT-XL at paper "
                         "shapes on one GPU); FLOP/s is per analytic FLOP of that depth")
+    f = p.add_argument_group("from what a cluster already has (no ranks started)")
+    f.add_argument("--from-nccl-tests", nargs="+", default=None, metavar="LOG",
+                   help="nccl-tests logs (all_reduce/all_gather/reduce_scatter/alltoall/sendrecv_perf, one node or "
+                        "several): fit the links of a profile on --base (default: the logs' GPU model's datasheet)")
+    f.add_argument("--from-records", default=None, metavar="DIR",
+                   help="your own `dspbench run` records on that hardware: the compute efficiency they achieved")
+    f.add_argument("--nccl-tests-out", default=None, metavar="DIR",
+                   help="also write this calibration's collective measurements in nccl-tests' format, one file per op")
     o = p.add_argument_group("output")
     o.add_argument("--name", default="calibrated", help="profile name")
     o.add_argument("--base", default=None,

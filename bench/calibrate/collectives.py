@@ -214,6 +214,10 @@ def calibrate_rank(opts: dict) -> dict | None:
     if smaller:
         compute["small"] = bench_compute(*smaller, opts["compute_iters"], device, opts.get("depth", 0))
     gemm = bench_gemm(opts.get("gemm_widths", ()), comm.world_size(), opts["dtype"], device) if ops else {}
+    # the reference code's all-to-all beside ours: what `predict --a2a list` adds (calibrate/a2a_style.py)
+    from dspbench.calibrate.a2a_style import bench_a2a_styles
+    a2a_styles = (bench_a2a_styles(opts["sizes"], opts["iters"], opts["warmup"], device)
+                  if "all_to_all" in ops and opts["sizes"] else None)
     from dspbench.calibrate.methods import bench_methods
     methods = bench_methods(opts.get("methods", ()), opts, sp) if ops else {}
     recheck = bench_compute(*shard, 2, device, opts.get("depth", 0))["fwd_bwd_s"]
@@ -223,7 +227,7 @@ def calibrate_rank(opts: dict) -> dict | None:
         return None
     slowest = min(facts, key=lambda f: f["compute"]["flops_per_s"])["compute"]
     return {"collectives": rows, "overlap": overlap, "compute": slowest, "gemm": gemm, "world": comm.world_size(),
-            "methods": methods}
+            "methods": methods, "a2a_styles": a2a_styles}
 
 
 def _smaller(shard: tuple):
