@@ -98,7 +98,8 @@ def test_unknown_sweep_name_lists_the_shipped_ones():
     ("paper_inference", 21),       # (single + 6 methods on 8 GPUs) x 3 repeats
     ("plugin_vs_dsp", 18),         # dsp, dsp_overlap, ulysses x SP 2, 4 x 3 repeats
     ("full3d_smoke", 6),           # 6 methods on full3d-joint-tiny (DSP recorded not applicable)
-    ("full3d_wan", 216),           # 4 models x 480p/720p x 9 methods x 3 repeats
+    ("full3d_wan", 240),           # 4 models x 480p/720p x 9 methods x 3 repeats + 2 x 4 x 3 sharded on T
+    ("buckets_smoke", 39),         # 3 buckets x (11 methods at SP 2 + single, dsp at SP 1)
     ("multinode_smoke", 12),       # 6 methods x SP 2 (inside a node), 4 (across both) on 2 x 2
     ("multinode_2x4", 18),         # 6 methods x SP 2, 4 (inside a node), 8 (across both) on 2 x 4
 ])
@@ -137,7 +138,8 @@ def test_paper_sweeps_hold_the_paper_settings():
 
 # ---------------------------------------------------------------- plan
 def test_points_a_method_cannot_run_become_unsupported_not_jobs(tmp_path):
-    path = write_spec(tmp_path, TINY + "[[grid]]\nmethod = ['ulysses', 'ring']\nzip = { gpus = [3], sp = [3] }\n")
+    path = write_spec(tmp_path, TINY + "[[grid]]\nmethod = ['ulysses', 'ring']\nzip = { gpus = [3], sp = [3] }\n"
+                                       "pad = ['never']\n")
     plan = make_plan(load_sweep(str(path)), "slurm", {}, set())
     assert [c.method for c in plan.todo] == []          # T=4 and S=16 do not divide by 3
     assert [c.method for c, _ in plan.unsupported] == ["ulysses", "ring"] and plan.jobs == []
@@ -209,7 +211,8 @@ def test_rank_command_maps_every_field_onto_dspbench_run():
     from dataclasses import fields
     cfg = RunConfig(method="ring", gpus=4, sp=2, check=True, grad_ckpt=True, timeout_s=12.5, launcher="env",
                     inject_fault="hang@1", repeat=3, sp_auto=True, mem_budget_mib=99, zero=1, a2a="list",
-                    cfg=True, threads=3, sample_steps=4, shard="S", seed=5, mode="sample", dtype="bf16")
+                    cfg=True, threads=3, sample_steps=4, shard="S", seed=5, mode="sample", dtype="bf16", pad="never",
+                    bucket_weight=2.5)
     unset = [f.name for f in fields(RunConfig) if getattr(cfg, f.name) == f.default]
     assert set(unset) <= {"model", "frames", "spatial", "batch", "backend", "warmup", "iters"}, unset  # every other field set
     argv = rank_command(cfg, "r.jsonl")

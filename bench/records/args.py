@@ -48,6 +48,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     h.add_argument("--inject-fault", default="", help=argparse.SUPPRESS)
     # set by a sweep that resolved sp = "auto" before the job: the record says so (not in the run_id)
     h.add_argument("--sp-auto", action="store_true", help=argparse.SUPPRESS)
+    # set by a bucketed sweep (its `buckets`): this shape's share of the workload (not in the run_id)
+    h.add_argument("--bucket-weight", type=float, default=d.bucket_weight, help=argparse.SUPPRESS)
     h.add_argument("--hardware", default=None,
                    help="hardware profile (bench/cost/profiles/*.toml or a calibrated .toml): resolves --sp auto")
     o = p.add_argument_group("output")
