@@ -120,14 +120,18 @@ class KeyMask:
     held: tuple[int, ...]
     sp_ranks: tuple[int, ...] = ()
 
-    def keys(self, device=None) -> torch.Tensor | None:
-        """Bool (L_keys,) over the keys at hand, or None when all are real."""
+    def real(self, device=None) -> torch.Tensor | None:
+        """Indices of the real keys among those at hand (None: all are real). Built on the CPU and
+        moved once, so selecting them never waits on the device (a bool mask index would)."""
         if self.shard is None:
             m = self.grid.flatten()
         else:
             parts = self.grid.chunk(self.n, self.shard)
             m = torch.cat([parts[h].flatten() for h in self.held])
-        return None if bool(m.all()) else m.to(device) if device is not None else m
+        if bool(m.all()):
+            return None
+        idx = m.nonzero().flatten()
+        return idx if device is None else idx.to(device)
 
     def _held_by(self, world_rank: int) -> tuple[int, ...]:
         """What a member of a sub-group of the SP group holds: the same pattern, offset by the SP
@@ -231,12 +235,3 @@ def install(model, spec, dims) -> PadPlan:
         attn.inner.register_forward_pre_hook(partial(_with_mask, plan=plan, axes=attn.axes), with_kwargs=True)
     return plan
 
-
-def select_keys(k: torch.Tensor, v: torch.Tensor, kmask, dim: int = 1):
-    """k, v restricted to the real keys along `dim` (kmask: a bool tensor, a KeyMask, or None)."""
-    if kmask is None:
-        return k, v
-    m = kmask.keys(k.device) if isinstance(kmask, KeyMask) else kmask
-    if m is None:
-        return k, v
-    return k[(slice(None),) * dim + (m,)], v[(slice(None),) * dim + (m,)]
