@@ -15,7 +15,8 @@ FOLDERS = {"bench": "dspbench", "methods": "dspbench.methods", "models": "dspben
            "slurm": "dspbench.slurm", "reports": "dspbench.reports"}
 
 # stage -> the stages it may import (itself always allowed). "dspbench" is the root package
-# (__version__ only). Reports read records and nothing that runs: only the records' reader.
+# (__version__ only). Reports read records and nothing that runs: only the records' reader and the
+# bucket mix's fold (records/buckets.py: plain Python over records, shared with `predict`).
 ALLOWED = {
     "models": set(),
     "methods": {"models"},
@@ -26,7 +27,7 @@ ALLOWED = {
     "micro": {"run", "records", "methods", "models", "reports"},
     "gpu": {"records", "cost"},
     "slurm": {"records", "run", "cost", "methods", "models"},
-    "reports": {"records.io"},
+    "reports": {"records.io", "records.buckets"},
     "cli": {"*"},
 }
 
