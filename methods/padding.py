@@ -112,40 +112,49 @@ def _bus_bytes(spec, cfg, shape, dims, dtype, mode) -> float:
 class KeyMask:
     """Which keys at hand are real. `grid` is the bool mask over the attended dims' whole padded
     extents (in the seam's flatten order); `shard` the grid dim split over the SP group (None: the
-    keys are whole); `held` the SP ranks whose shards are at hand, in order."""
+    keys are whole); `held` the SP ranks whose shards are at hand, in order; `sp_ranks` the SP
+    group's world ranks in SP order (groups need not be consecutive ranks, e.g. CFG sub-groups)."""
     grid: torch.Tensor
     shard: int | None
     n: int
     held: tuple[int, ...]
+    sp_ranks: tuple[int, ...] = ()
 
-    def keys(self, device=None) -> torch.Tensor | None:
-        """Bool (L_keys,) over the keys at hand, or None when all are real."""
+    def real(self, device=None) -> torch.Tensor | None:
+        """Indices of the real keys among those at hand (None: all are real). Built on the CPU and
+        moved once, so selecting them never waits on the device (a bool mask index would)."""
         if self.shard is None:
             m = self.grid.flatten()
         else:
             parts = self.grid.chunk(self.n, self.shard)
             m = torch.cat([parts[h].flatten() for h in self.held])
-        return None if bool(m.all()) else m.to(device) if device is not None else m
+        if bool(m.all()):
+            return None
+        idx = m.nonzero().flatten()
+        return idx if device is None else idx.to(device)
 
-    def _shifted(self, shift: int) -> tuple[int, ...]:
+    def _held_by(self, world_rank: int) -> tuple[int, ...]:
+        """What a member of a sub-group of the SP group holds: the same pattern, offset by the SP
+        distance (Ulysses and ring sub-groups of USP's mesh, the SP group itself)."""
+        shift = self.sp_ranks.index(world_rank) - self.sp_ranks.index(comm.world_rank())
         return tuple(h + shift for h in self.held)
+
+    def _with(self, held: tuple[int, ...]) -> "KeyMask":
+        return KeyMask(self.grid, self.shard, self.n, held, self.sp_ranks)
 
     def gathered(self, group) -> "KeyMask":
         """After gathering the key dim over `group` (all-to-all, all-gather): every member's keys,
-        in group order. Members hold the same pattern of shards, offset by their rank distance."""
+        in group order."""
         if self.shard is None:
             return self
-        me = comm.world_rank()
-        held = tuple(h for w in comm.group_ranks(group) for h in self._shifted(w - me))
-        return KeyMask(self.grid, self.shard, self.n, held)
+        return self._with(tuple(h for w in comm.group_ranks(group) for h in self._held_by(w)))
 
     def from_peer(self, group, step: int) -> "KeyMask":
         """The keys a ring over `group` holds at `step`: those of the member `step` places back."""
         if self.shard is None:
             return self
         members = comm.group_ranks(group)
-        peer = members[(comm.rank(group) - step) % len(members)]
-        return KeyMask(self.grid, self.shard, self.n, self._shifted(peer - comm.world_rank()))
+        return self._with(self._held_by(members[(comm.rank(group) - step) % len(members)]))
 
 
 class PadPlan:
@@ -160,6 +169,7 @@ class PadPlan:
     def __init__(self, spec, cfg, dims):
         self.spec, self.cfg, self.dims = spec, cfg, dims
         self.rank = comm.rank(dims.sp_group)
+        self.sp_ranks = tuple(comm.group_ranks(dims.sp_group)) if dims.sp > 1 else (comm.world_rank(),)
         self.extents: dict[int, tuple[int, int]] = {}   # activation dim -> (real, padded)
         self.shard_dim: int | None = None   # the dim the method split at entry (seen, not assumed)
 
@@ -203,7 +213,7 @@ class PadPlan:
                                f"nor its 1/{self.dims.sp} shard on dim {self.shard_dim}")
         if whole:
             return KeyMask(grid, None, 1, ())
-        return KeyMask(grid, axes.index(self.shard_dim), self.dims.sp, (self.rank,))
+        return KeyMask(grid, axes.index(self.shard_dim), self.dims.sp, (self.rank,), self.sp_ranks)
 
 
 def _with_mask(module, args, kwargs, plan: PadPlan, axes):
@@ -225,12 +235,3 @@ def install(model, spec, dims) -> PadPlan:
         attn.inner.register_forward_pre_hook(partial(_with_mask, plan=plan, axes=attn.axes), with_kwargs=True)
     return plan
 
-
-def select_keys(k: torch.Tensor, v: torch.Tensor, kmask, dim: int = 1):
-    """k, v restricted to the real keys along `dim` (kmask: a bool tensor, a KeyMask, or None)."""
-    if kmask is None:
-        return k, v
-    m = kmask.keys(k.device) if isinstance(kmask, KeyMask) else kmask
-    if m is None:
-        return k, v
-    return k[(slice(None),) * dim + (m,)], v[(slice(None),) * dim + (m,)]

@@ -26,25 +26,23 @@ from dspbench.methods.spec import MethodSpec, Op
 KV_TAG, DKV_TAG = 1, 2   # P2P message tags: the K,V and dK,dV streams between the same peers
 
 
-def _block_forward(q, k, v, scale, m):
-    """block_forward on the block's real keys (m: bool over its keys, None: all real); None if it has none."""
-    if m is None:
+def _block_forward(q, k, v, scale, idx):
+    """block_forward on the block's real keys (idx: their indices, None: all real); None if it has none."""
+    if idx is None:
         return block_forward(q, k, v, scale)
-    if not bool(m.any()):
+    if idx.numel() == 0:
         return None
-    return block_forward(q, k[:, :, m], v[:, :, m], scale)
+    return block_forward(q, k.index_select(2, idx), v.index_select(2, idx), scale)
 
 
-def _block_backward(dout, q, k, v, out, lse, scale, aux, m):
+def _block_backward(dout, q, k, v, out, lse, scale, aux, idx):
     """block_backward on the block's real keys; padded keys get zero dK, dV."""
-    if m is None:
+    if idx is None:
         return block_backward(dout, q, k, v, out, lse, scale, aux)
-    if not bool(m.any()):
+    if idx.numel() == 0:
         return None, torch.zeros_like(k), torch.zeros_like(v)
-    dq, dk_m, dv_m = block_backward(dout, q, k[:, :, m], v[:, :, m], out, lse, scale, aux)
-    dk, dv = torch.zeros_like(k), torch.zeros_like(v)
-    dk[:, :, m], dv[:, :, m] = dk_m, dv_m
-    return dq, dk, dv
+    dq, dk_r, dv_r = block_backward(dout, q, k.index_select(2, idx), v.index_select(2, idx), out, lse, scale, aux)
+    return dq, torch.zeros_like(k).index_copy_(2, idx, dk_r), torch.zeros_like(v).index_copy_(2, idx, dv_r)
 
 
 def _merge(out, lse, blk_out, blk_lse):
@@ -120,7 +118,7 @@ class RingAttention(nn.Module):
         if comm.size(self.group) == 1:   # a ring of one is plain attention (no P2P to oneself)
             return LocalAttention()(q, k, v, joint=joint, kmask=kmask)
         n = comm.size(self.group)
-        masks = [None if kmask is None else kmask.from_peer(self.group, s).keys(q.device) for s in range(n)]
+        masks = [None if kmask is None else kmask.from_peer(self.group, s).real(q.device) for s in range(n)]
         L = q.shape[1]
         kt = vt = None
         if joint is not None:   # text queries join the local ones; text K, V are a local block

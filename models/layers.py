@@ -22,15 +22,15 @@ class LocalAttention(nn.Module):
 
     `joint=(qt, kt, vt)` `(B, Ly, H, D)`: text tokens join the sequence (MMDiT joint attention);
     returns the token and the text outputs `(o, ot)`; qt None: text keys and values only, ot None.
-    `kmask`: which of the L keys are real (padding, methods/padding.py): a bool (L,) tensor, or an
-    object whose `keys(device)` gives it (None: all real); padded keys are left out.
+    `kmask`: which of the L keys are real (padding, methods/padding.py): their indices, a long
+    tensor, or an object whose `real(device)` gives them (None: all real); padded keys are left out.
     """
 
     def forward(self, q, k, v, joint=None, kmask=None):
         if kmask is not None:
-            m = kmask if isinstance(kmask, torch.Tensor) else kmask.keys(k.device)
-            if m is not None:
-                k, v = k[:, m], v[:, m]
+            idx = kmask if isinstance(kmask, torch.Tensor) else kmask.real(k.device)
+            if idx is not None:
+                k, v = k.index_select(1, idx), v.index_select(1, idx)
         if joint is not None:
             return joint_attend(sdpa, q, k, v, joint)
         return sdpa(q, k, v)

@@ -15,7 +15,8 @@ FOLDERS = {"bench": "dspbench", "methods": "dspbench.methods", "models": "dspben
            "slurm": "dspbench.slurm", "reports": "dspbench.reports"}
 
 # stage -> the stages it may import (itself always allowed). "dspbench" is the root package
-# (__version__ only). Reports read records and nothing that runs: only the records' reader.
+# (__version__ only). Reports read records and nothing that runs: only the records' reader and the
+# bucket mix's fold (records/buckets.py: plain Python over records, shared with `predict`).
 ALLOWED = {
     "models": set(),
     "methods": {"models"},

@@ -49,6 +49,8 @@ def test_usp_ulysses_by_ring_checkpointing_hybrid_and_axial(rank_pool):
     assert_exact(rank_pool(4).run(pt.oracle_cases, ["ring", "dsp"], "stdit-tiny", (1, 5, 30), 4, ckpt=True), 4)
     assert_exact(rank_pool(4).run(pt.oracle_cases, ["dsp_hybrid", "ring"], "hybrid3d-tiny", (1, 5, 30), 4), 4)
     assert_exact(rank_pool(2).run(pt.oracle_cases, ["dsp", "ring", "ulysses"], "axial3d-tiny", (1, 5, 30), 2), 2)
+    # Two SP groups of 2 in a world of 4 (ranks 2, 3 hold SP ranks 0, 1): masks follow SP ranks.
+    assert_exact(rank_pool(4).run(pt.oracle_cases, ["ring", "ulysses"], "stdit-tiny", (1, 5, 30), 2), 2)
 
 
 @pytest.mark.gloo

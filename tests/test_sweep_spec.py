@@ -101,6 +101,7 @@ def test_unknown_sweep_name_lists_the_shipped_ones():
     ("cfg_parallel_smoke", 7),     # 5 methods x CFG parallel at SP 2 + (dsp, ulysses) CFG batch at SP 4
     ("cfg_parallel_cpu", 12),      # (dsp, ulysses) x (CFG parallel at SP 2, CFG batch at SP 4) x 3 repeats
     ("full3d_wan", 240),           # 4 models x 480p/720p x 9 methods x 3 repeats + 2 x 4 methods T-sharded (padded) x 3
+    ("buckets_smoke", 39),         # 3 buckets x (11 methods at SP 2 + single, dsp at SP 1)
     ("multinode_smoke", 12),       # 6 methods x SP 2 (inside a node), 4 (across both) on 2 x 2
     ("multinode_2x4", 18),         # 6 methods x SP 2, 4 (inside a node), 8 (across both) on 2 x 4
 ])
@@ -139,7 +140,8 @@ def test_paper_sweeps_hold_the_paper_settings():
 
 # ---------------------------------------------------------------- plan
 def test_points_a_method_cannot_run_become_unsupported_not_jobs(tmp_path):
-    path = write_spec(tmp_path, TINY + "[[grid]]\nmethod = ['ulysses', 'ring']\nzip = { gpus = [3], sp = [3] }\n")
+    path = write_spec(tmp_path, TINY + "[[grid]]\nmethod = ['ulysses', 'ring']\nzip = { gpus = [3], sp = [3] }\n"
+                                       "pad = ['never']\n")
     plan = make_plan(load_sweep(str(path)), "slurm", {}, set())
     assert [c.method for c in plan.todo] == ["ring"]    # T=4 does not divide by 3: ring pads it (--pad auto)
     assert [c.method for c, _ in plan.unsupported] == ["ulysses"]

@@ -40,7 +40,7 @@ def make_record(cfg: RunConfig, rng: random.Random, *, flops_per_s: float, bytes
            "recorded_at": when.isoformat(timespec="seconds")}
     tagged, why = analytic(cfg.method, cfg.model, cfg.frames, cfg.spatial, cfg.batch, int(cfg.sp),
                            cfg.dp, "infer" if cfg.mode != "train" else "train", cfg.dtype,
-                           cfg.grad_ckpt, cfg.shard)
+                           cfg.grad_ckpt, cfg.shard, cfg.pad)
     if tagged is None:
         return {**rec, "status": "unsupported", "error": why}
     passes = cfg.sample_steps if cfg.mode == "sample" else 1
@@ -69,7 +69,7 @@ def make_record(cfg: RunConfig, rng: random.Random, *, flops_per_s: float, bytes
 
 
 @lru_cache(maxsize=4096)
-def analytic(method, model, frames, spatial, batch, sp, dp, mode, dtype, grad_ckpt, shard):
+def analytic(method, model, frames, spatial, batch, sp, dp, mode, dtype, grad_ckpt, shard, pad="auto"):
     """The method's formula {'tag/op.phase': wire bytes} for one step, or a reason it has none."""
     try:
         from dspbench.methods import Dims, get_method
@@ -77,7 +77,7 @@ def analytic(method, model, frames, spatial, batch, sp, dp, mode, dtype, grad_ck
         cfg = get_config(model, grad_ckpt=bool(grad_ckpt))
         shape, dims = Shape(int(batch), int(frames), int(spatial)), Dims(sp=int(sp), dp=int(dp), shard=shard)
         spec = get_method(method)
-        why = spec.check(cfg, shape, dims)
+        why = spec.check_pad(cfg, shape, dims, pad)
         if why:
             return None, why
         fmode = "infer" if mode == "sample" else mode      # sample: one formula per forward pass
