@@ -105,6 +105,10 @@ def cmd_calibrate(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(dumps(prof, "Written by `dspbench calibrate`; raw measurements in the .json beside it."))
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    if args.nccl_tests_out:
+        from dspbench.calibrate.nccl_tests_out import write_logs
+        logs = write_logs(args.nccl_tests_out, result, {**opts, "gpus_per_node": gpn})
+        print(f"nccl-tests logs written: {', '.join(str(p) for p in logs)}", file=sys.stderr)
     if args.json:
         print(json.dumps({**result, "profile": str(out)}, sort_keys=True))
     else:
