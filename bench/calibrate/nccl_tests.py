@@ -34,6 +34,7 @@ OTHER_TESTS = ("broadcast", "reduce", "gather", "scatter", "hypercube")
 TYPE_BYTES = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2, "float": 4,
               "double": 8, "bfloat16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
 PER_RANK_COUNT = ("all_gather", "reduce_scatter", "all_to_all")    # count column = size / type / n
+NO_REDOP = ("all_gather", "all_to_all")                             # redop column 'none'
 _RANK = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+"
                    r"\[([^\]]*)\]\s+(.+?)\s*$")
 _PERF = re.compile(r"\b(" + "|".join(list(NCCL_OPS) + list(OTHER_TESTS)) + r")_perf\b")
@@ -58,6 +59,7 @@ class Row:
     size: int
     count: int
     dtype: str
+    redop: str
     time_us: float
     algbw: float | None
     busbw: float | None
@@ -252,8 +254,8 @@ def _row(no: int, cells: dict, toks: list[str], cols: list[str], err) -> Row | N
             continue
         t = _num(cells[f"time@{col}"], "time", err)
         if t is not None:
-            return Row(no, int(size), int(count), cells["type"], t, _num(cells[f"algbw@{col}"], "algbw", err),
-                       _num(cells[f"busbw@{col}"], "busbw", err), col)
+            algbw, busbw = _num(cells[f"algbw@{col}"], "algbw", err), _num(cells[f"busbw@{col}"], "busbw", err)
+            return Row(no, int(size), int(count), cells["type"], cells["redop"], t, algbw, busbw, col)
     return None         # every time cell N/A: nothing measured at this size
 
 
@@ -268,13 +270,14 @@ def _name_from_file(path: Path, tests: list[Test]) -> str:
 
 def _infer_name(t: Test) -> str:
     """The test from its table alone, where only one fits: the element count per size, the busbw /
-    algbw factor at its ranks. all_gather and alltoall look alike; their file or command line must say."""
-    r = next((r for r in t.rows if r.size and r.algbw), None)
+    algbw factor at its ranks, the reduction column. all_gather and alltoall look alike; their file
+    or command line must say."""
+    r = max((r for r in t.rows if r.size and r.algbw), key=lambda r: r.algbw, default=None)   # the most digits
     if r is None or not t.ranks:
         return ""
     n, per = t.ranks, TYPE_BYTES.get(r.dtype, 0)
     fits = [name for name, op in NCCL_OPS.items()
-            if _count_ok(op, r, n, per) and _factor_ok(op, r, n)]
+            if _count_ok(op, r, n, per) and _factor_ok(op, r, n) and (r.redop == "none") == (op in NO_REDOP)]
     return fits[0] if len(fits) == 1 else ""
 
 
