@@ -48,7 +48,9 @@ bench: venv
 bench-compare: venv
 	@runs=$$(ls $(BENCH_STORE)/*/*.json 2>/dev/null | sort | tail -2); \
 	if [ $$(echo "$$runs" | grep -c json) -lt 2 ]; then echo "make bench-compare: needs two saved runs in $(BENCH_STORE) (run make bench twice)"; exit 2; fi; \
-	$(VENV)/bin/pytest-benchmark compare $$runs --group-by name --columns median,iqr,rounds
+	$(VENV)/bin/pytest-benchmark compare $$runs --group-by name --columns median,iqr,rounds; \
+	echo "make bench-compare: which runs were noisy (bench/micro/noise.py; goals are judged only on quiet runs)"; \
+	$(PY) -m dspbench.micro.noise $$runs
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,6 +1,6 @@
 """The `dspbench` command: each stage registers its own sub-commands; this file only gathers them.
 
-Stages (in `dspbench --help` order): run (run, models, methods, demo), cost (predict), calibrate
+Stages (in `dspbench --help` order): run (run, models, methods, demo), cost (predict), plan (plan), calibrate
 (calibrate, emulate), reports (report), micro (bench-ledger, bench-switch), slurm (sweep).
 """
 from __future__ import annotations
@@ -9,8 +9,8 @@ import argparse
 import sys
 from importlib import import_module
 
-STAGES = ("dspbench.run.cli", "dspbench.cost.cli", "dspbench.calibrate.cli", "dspbench.reports.cli",
-          "dspbench.micro.cli", "dspbench.slurm.cli")
+STAGES = ("dspbench.run.cli", "dspbench.cost.cli", "dspbench.plan.cli", "dspbench.calibrate.cli",
+          "dspbench.reports.cli", "dspbench.micro.cli", "dspbench.slurm.cli")
 
 
 def _gather() -> tuple[dict, dict]:

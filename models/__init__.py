@@ -1,5 +1,6 @@
 """Single-device spatial-temporal DiTs. No distributed code here, and no import of dspbench.methods or the harness."""
-from dspbench.models.config import MODELS, ModelConfig, Shape, get_config
+from dspbench.models.config import MODELS, ModelConfig, Shape
+from dspbench.models.registry import get_config
 from dspbench.models.axial import H_DIM, W_DIM, AxialDiT
 from dspbench.models.dit import S_DIM, T_DIM, SpatialTemporalDiT
 from dspbench.models.full3d import Full3DDiT

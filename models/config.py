@@ -173,11 +173,3 @@ for _size, _kw in _FULL3D.items():   # joint: the same sizes with MMDiT-style jo
 # case where a DSP variant still applies (methods/dsp_hybrid.py); tiny only (a design point, not a
 # published model).
 MODELS["hybrid3d-tiny"] = ModelConfig(layout="hybrid3d", **_FULL3D["tiny"])
-
-
-def get_config(name: str, **overrides) -> ModelConfig:
-    if name not in MODELS:
-        raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(MODELS))}")
-    cfg = MODELS[name].with_(**overrides)
-    cfg.validate()
-    return cfg

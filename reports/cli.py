@@ -10,7 +10,8 @@ from dspbench.reports import compare_cli
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("results_dir", type=Path, help="a sweep's results folder (records *.jsonl, any depth)")
+    p.add_argument("results_dir", type=Path, help="a sweep's results folder (records *.jsonl, any depth), "
+                   "or a plan's (plan.json, from `dspbench plan --report DIR`)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: RESULTS_DIR/report)")
     p.add_argument("--jobs", type=int, default=None, help="processes drawing figures (default: up to 2)")
 
@@ -27,6 +28,10 @@ def run(args) -> int:
     if not args.results_dir.is_dir():
         print(f"dspbench report: no such directory: {args.results_dir}", file=sys.stderr)
         return 2
+    if (args.results_dir / "plan.json").is_file() and not any(args.results_dir.rglob("*.jsonl")):
+        from dspbench.reports.plan_report import render   # a plan's folder (`dspbench plan --report DIR`)
+        print(f"report written: {render(args.results_dir)}")
+        return 0
     logging.basicConfig(level=logging.WARNING, format="dspbench report: %(message)s")  # data problems
     from dspbench.reports.report import build_report   # heavy imports (pandas, matplotlib, torch) only when running
     page = build_report(args.results_dir, args.out, jobs=args.jobs)

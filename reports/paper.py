@@ -103,6 +103,22 @@ def ratio_summary(speedups: pd.DataFrame) -> pd.DataFrame:
     return s[cols].reset_index(drop=True) if not s.empty else pd.DataFrame(columns=cols)
 
 
+CLAIMS_NOTE = ("Predicted by the cost model on datasheet profiles (h800-nvlink, h100-ib), not measured, except the "
+               "communication claim (the ledger measures every method's bytes); `tokens_after_patch` reads v1 Figure "
+               "3's S as tokens per frame (1024x1024 video), `latent_positions` as latent positions (S/4 tokens, "
+               "512x512). Generated with docs/paper-predictions.md (python -m dspbench.cost.paper).")
+
+
+def claim_verdicts() -> pd.DataFrame:
+    """One row per claim and reading, from paper_data/predictions.json (bench/cost/paper_readings.py)."""
+    import json
+    with paper_file("predictions.json").open() as f:
+        claims = json.load(f).get("claims", [])
+    rows = [{"claim": c["claim"], "reading": r, "evidence": ev, "status": c["status"][r]}
+            for c in claims for r, ev in c["evidence"].items()]
+    return pd.DataFrame(rows, columns=["claim", "reading", "evidence", "status"])
+
+
 PAPER_RATIO_NOTE = ("Paper v1 Figure 3: DSP/DeepSpeed-Ulysses 1.43-2.22 (training, STDiT-XL/2, H800, "
                     "SP 2-4); reference README inference: 45 s / 22 s = 2.05 on 8x H800.")
 
@@ -143,7 +159,10 @@ def tables(best: pd.DataFrame, speedups: pd.DataFrame) -> list:
            "(same model, dtype, batch, source, hardware: 'ours: both sides'), measured before "
            "predicted; 'not run' where the sweep has none. Paper and ours sit side by side: no "
            "ratio divides one by the other.")
-    return [Table("paper_fig3", "Paper vs ours: v1 Figure 3 training throughput (samples/s)", f3, d3, [src]),
+    verdicts = claim_verdicts()
+    return [Table("paper_claims", "The paper's claims, one verdict each (both readings of v1 Figure 3's axis)",
+                  verdicts, verdicts, [CLAIMS_NOTE]),
+            Table("paper_fig3", "Paper vs ours: v1 Figure 3 training throughput (samples/s)", f3, d3, [src]),
             Table("paper_inference", "Paper vs ours: inference latency, 80 frames at 512x512", inf, di,
                   ["Paper: VideoSys (OpenDiT) README, OpenSora v1.0 on H800."]),
             Table("dsp_vs_ulysses", "Our DSP/Ulysses ratio on every configuration", rs, dr,

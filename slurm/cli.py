@@ -21,6 +21,9 @@ def add_sweep_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the plan (jobs, nodes, GPU-hours); run nothing")
     p.add_argument("--retry-failed", action="store_true",
                    help="rerun configurations whose record is error/oom/timeout (ok and unsupported are kept)")
+    p.add_argument("--no-fit-check", dest="fit_check", action="store_false",
+                   help="--executor slurm: do not ask SLURM (sinfo, scontrol) whether its partition holds every "
+                        "job; for a --dry-run away from the target cluster")
     p.add_argument("--wait", action="store_true",
                    help="if another sweep holds the results directory, wait for it (default: exit 2)")
 
@@ -38,11 +41,11 @@ def cmd_sweep(args) -> int:
     from dspbench.slurm.lock import results_lock
     from dspbench.slurm.plan import plan_table
     if args.dry_run:     # reads only: no lock
-        print(plan_table(prepare(args.sweep, args.executor, args.results, args.retry_failed)[0]))
+        print(plan_table(prepare(args.sweep, args.executor, args.results, args.retry_failed, args.fit_check)[0]))
         return 0
     # One sweep at a time per results directory, from planning to the end of running (or submitting).
     with results_lock(results_root(args.sweep, args.results), wait=args.wait):
-        plan, root = prepare(args.sweep, args.executor, args.results, args.retry_failed)
+        plan, root = prepare(args.sweep, args.executor, args.results, args.retry_failed, args.fit_check)
         print(plan_table(plan))
         print(f"\nresults: {root}")
         counts = run_plan(plan, root)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dspbench.records.config import RunConfig
 
+from dspbench.slurm.capacity import check_plan_fits
 from dspbench.slurm.job import SweepJob
 from dspbench.slurm.journal import in_flight, new_token, write_intent, write_submitted
 from dspbench.slurm.plan import Plan, Shape, make_plan
@@ -20,13 +21,17 @@ from dspbench.slurm.spec import ClusterProfile, load_sweep
 
 
 def prepare(sweep: str, executor: str = "local", results: str | None = None,
-            retry_failed: bool = False) -> tuple[Plan, Path]:
-    """Read the spec (strictly) and the results so far; nothing runs or is submitted."""
+            retry_failed: bool = False, fit_check: bool = True) -> tuple[Plan, Path]:
+    """Read the spec (strictly) and the results so far; nothing runs or is submitted. For the slurm
+    executor, SLURM is asked whether its partition holds every job (slurm/capacity.py)."""
     spec = load_sweep(sweep)
     root = results_root(sweep, results, spec.name)
     # SLURM first, records second: a job that leaves the queue in between has written its records.
     queued = {rid for rids in in_flight(root, strict=executor == "slurm").values() for rid in rids}
-    return make_plan(spec, executor, states(root), queued, retry_failed), root
+    plan = make_plan(spec, executor, states(root), queued, retry_failed)
+    if executor == "slurm" and fit_check:   # before anything is submitted, under --dry-run too
+        check_plan_fits(plan.jobs, spec.cluster, describe)
+    return plan, root
 
 
 def results_root(sweep: str, results: str | None, name: str | None = None) -> Path:

@@ -47,6 +47,9 @@ DB_SOCK=$DB_DIR/run/mysqld.sock
 DB_PID=$DB_DIR/run/mysqld.pid
 MUNGE_PID=/run/munge/munged.pid
 MUNGE_MARK=$RUN/munged.started-by-us
+# the multi-node cluster's (slurm/multinode.sh): munged is shared, so each side asks before stopping it
+MULTI_CTLD_PID=${SLURM_MULTI_DIR:-/tmp/slurm-multi}/run/slurmctld.pid
+MULTI_MUNGE_MARK=${SLURM_MULTI_DIR:-/tmp/slurm-multi}/run/munged.started-by-us
 
 T0=${EPOCHREALTIME/[.,]/}
 say() {
@@ -265,6 +268,8 @@ start_munge() {
     fi
     install -d -o munge -g munge -m 0755 /run/munge
     say "starting munged"
+    # the mark's folder may not exist yet (multinode.sh starts munged before writing its configs)
+    mkdir -p "${MUNGE_MARK%/*}"
     runuser -u munge -- munged 8>&- 9>&- || die "munged failed to start (see /var/log/munge/munged.log)"
     touch "$MUNGE_MARK"
     wait_for 10 munge bash -c 'munge -n | unmunge' || die "munge does not answer (see /var/log/munge/munged.log)"
@@ -438,7 +443,11 @@ cmd_stop() {
     fi
     stop_daemons "$RUN/slurmd.pid:slurmd" "$RUN/slurmctld.pid:slurmctld"
     stop_daemons "$RUN/slurmdbd.pid:slurmdbd"
-    if [[ -e $MUNGE_MARK ]]; then
+    if [[ -e $MUNGE_MARK ]] && alive_pid "$MULTI_CTLD_PID" slurmctld >/dev/null; then
+        stop_daemons "$DB_PID:mariadbd"
+        say "munged: started here but the multi-node cluster still uses it; its 'down' stops it"
+        mv -f "$MUNGE_MARK" "$MULTI_MUNGE_MARK" 2>/dev/null || true
+    elif [[ -e $MUNGE_MARK ]]; then
         stop_daemons "$DB_PID:mariadbd" "$MUNGE_PID:munged"
         rm -f "$MUNGE_MARK"
     else
@@ -495,7 +504,12 @@ main() {
             [[ $cmd == mstatus ]] && set -- status "${@:2}"
             exec bash "$(dirname "${BASH_SOURCE[0]}")/multinode.sh" "$@" ;;
         stop) cmd_stop ;;
-        status) cmd_status || exit 1 ;;
+        status)   # the single-node cluster (its exit code), then a line on the multi-node one
+            local rc=0
+            cmd_status || rc=1
+            echo "---- multi-node cluster (details: $0 mstatus):"
+            bash "$(dirname "${BASH_SOURCE[0]}")/multinode.sh" status 2>&1 | head -n 1 || true
+            exit $rc ;;
         *)
             sed -n '2,/^set -E/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
             [[ -z $cmd || $cmd == -h || $cmd == --help || $cmd == help ]] || die "unknown command: $cmd"

@@ -278,6 +278,8 @@ mdown_locked() {
     if [[ -e $MUNGE_MARK ]] && ! alive_pid "$RUN/slurmctld.pid" slurmctld >/dev/null; then
         stop_daemons "$MUNGE_PID:munged"   # only the munged we started, and only if no other cluster uses it
         rm -f "$MUNGE_MARK"
+    elif [[ -e $MUNGE_MARK ]]; then        # the single-node cluster still uses it: its `stop` stops it
+        mkdir -p "$RUN" && mv -f "$MUNGE_MARK" "$RUN/munged.started-by-us"
     fi
 }
 

@@ -96,7 +96,7 @@ def status_report(root: Path) -> str:
         raise FileNotFoundError(f"no results directory {root}")
     best, problems = best_records(root)
     manifest = read_json(root / "manifest.json", {})
-    lines = _count_lines(root, manifest, best) + _duplicate_lines(root)
+    lines = _count_lines(root, manifest, best) + _duplicate_lines(root) + _phase_lines(best)
     failing = [r for r in best.values() if r["status"] not in OK_STATES]
     if failing:
         lines += ["", "failing configurations (`dspbench sweep FILE --retry-failed` reruns them):"]
@@ -105,6 +105,25 @@ def status_report(root: Path) -> str:
     if problems:
         lines += ["", f"{len(problems)} unreadable record lines (skipped):"] + [f"  {p}" for p in problems[:20]]
     return "\n".join(lines)
+
+
+PHASES = ("start", "rendezvous", "oracle", "build", "warmup", "timed", "ledger_step", "memory_step", "collect")
+
+
+def _phase_lines(best: dict[str, dict]) -> list[str]:
+    """Where the runs' wall time went (records' phases_s, rank 0's), summed over configurations, and the
+    slowest configuration's largest phase: a slow sweep says which part of which run to look at."""
+    timed = [r for r in best.values() if r.get("phases_s")]
+    if not timed:
+        return []
+    total = {p: sum(r["phases_s"].get(p) or 0.0 for r in timed) for p in PHASES}
+    ranks = sum(r["phases_s"].get("ranks_total") or 0.0 for r in timed)
+    slow = max(timed, key=lambda r: r["phases_s"].get("ranks_total") or 0.0)
+    worst = max(PHASES, key=lambda p: slow["phases_s"].get(p) or 0.0)
+    return [f"time in ranks: {ranks:.1f} s over {len(timed)} configurations: "
+            + ", ".join(f"{p} {total[p]:.1f}" for p in PHASES if total[p] >= 0.05),
+            f"  slowest: {slow['method']} gpus={slow['gpus']} {slow['mode']}: {slow['phases_s'].get('ranks_total', 0):.1f} s "
+            f"({worst} {slow['phases_s'].get(worst, 0):.1f} s)"]
 
 
 def _count_lines(root: Path, manifest: dict, best: dict[str, dict]) -> list[str]:

@@ -41,6 +41,9 @@ def test_switch_against_raw_a2a_plus_copy_and_the_reference(benchmark):
             s = size["ratios"][r]
             benchmark.extra_info[f"{mib:g}MiB.{r}"] = [s["median"], s["p10"], s["p90"]]
     benchmark.extra_info["source"] = "measured inside 4 gloo ranks on this machine (bench/micro/switch.py)"
+    benchmark.extra_info["conditions"] = res["conditions"]       # load, cores, threads per rank, competing CPU
+    benchmark.extra_info["noisy"] = res["noisy"]                 # [] = quiet; the goals are judged only then
+    assert res["conditions"]["ranks"] == 4 and res["conditions"]["threads_per_rank"] == 1
 
 
 # ---------------------------------------------------------------- attention kernels

@@ -42,6 +42,12 @@ def source_problem(src: str) -> str | None:
         return None if len(s) >= len("assumption:") + 20 else "an assumption without its reason"
     if any(d in s for d in DOCUMENTS) and "table" in s:
         return None
+    if s.startswith("measured"):    # a measurement names its committed raw data
+        import re
+        from pathlib import Path
+        files = re.findall(r"results/[\w./-]+\.json", src)
+        root = Path(__file__).resolve().parent.parent
+        return None if files and all((root / f).is_file() for f in files) else "a measurement naming no committed results file"
     return "cites no document and table"
 
 

@@ -43,7 +43,7 @@ def test_cpu_rehearsal_runs_every_step_and_summarises(tmp_path):
     res = _run("--cpu", tmp_path)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     steps = [line.split("\t") for line in (tmp_path / "steps.tsv").read_text().splitlines()]
-    assert {n for n, _, _ in steps} >= {"pytest", "ring_error", "calibrate", "xl_step", "xl_predict",
+    assert {n for n, _, _ in steps} >= {"pytest", "ring_error", "calibrate", "curve", "xl_step", "xl_predict",
                                          *(f"run_{m}" for m in METHODS)}
     assert all(rc == "0" for _, rc, _ in steps)
     recs = _records(tmp_path / "records.jsonl")
@@ -52,6 +52,8 @@ def test_cpu_rehearsal_runs_every_step_and_summarises(tmp_path):
     assert all(r["oracle_max_abs_err"] < 1e-5 for r in train.values())   # fp32 on CPU: exact
     prof = load_profile(str(tmp_path / "calibrated.toml"))
     assert prof.kind == "calibrated" and prof.flops("fp32") > 0
+    curve = load_profile(str(tmp_path / "curve.toml")).curve        # the device curve, fitted, as predict reads it
+    assert curve["gemm_peak_fraction"] > 0 and curve["host_s_per_kernel"] > 0 and curve["conv_peak_fraction"] > 0
     assert len(json.loads((tmp_path / "ring_error.json").read_text())) == 6
     summary = (tmp_path / "summary.md").read_text()
     for needle in ("CPU rehearsal", "| ring size |", "calibration: stdit-tiny x 1 block(s)", "| megatron_sp | train | ok",

@@ -39,6 +39,12 @@ def test_record_has_every_contract_field_and_is_appended(tmp_path):
     assert {"git_sha", "git_dirty", "torch", "python", "hostnames", "devices"} <= set(rec["environ"])
     records, problems = read_records(path)
     assert problems == [] and [r["run_id"] for r in records] == [rec["run_id"]]
+    # where the run's wall time went: every phase measured, and inside the launcher's total
+    phases = rec["phases_s"]
+    inside = ("rendezvous", "oracle", "build", "warmup", "timed", "ledger_step", "memory_step", "collect")
+    assert all(phases[p] >= 0 for p in ("start", *inside)) and phases["oracle"] > 0 and phases["timed"] > 0
+    assert phases["start"] + sum(phases[p] for p in inside) <= phases["ranks_total"]
+    assert phases["timed"] >= sum(rec["step_times_s"]) * 0.9
 
 
 def test_run_id_is_stable_and_ignores_where_it_runs():

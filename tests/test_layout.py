@@ -25,6 +25,7 @@ ALLOWED = {
     "calibrate": {"cost", "run", "records", "methods", "models"},
     "micro": {"run", "records", "methods", "models", "reports"},
     "gpu": {"records", "cost"},
+    "plan": {"cost", "records", "methods", "models", "slurm", "reports"},
     "slurm": {"records", "run", "cost", "methods", "models"},
     "reports": {"records.io"},
     "cli": {"*"},

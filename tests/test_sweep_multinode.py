@@ -110,3 +110,19 @@ def test_every_method_two_nodes_two_ranks(cluster, tmp_path):
     check_across_nodes(records, ranks_per_node=2)
     assert {(r["sp"], r["placement"]["sp_group_nodes"], r["placement"]["dp_group_nodes"]) for r in records} == \
         {(2, 1, 2), (4, 2, 1)}      # sp=2: SP inside a node, DP across; sp=4: SP across nodes
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_sweep_the_partition_cannot_hold_exits_2_before_submitting(cluster, tmp_path, dry_run):
+    """multinode_2x4 needs 2 nodes x 4 tasks; the 2 x 2 cluster's nodes have 2 CPUs each. sinfo says
+    so before sbatch would: exit 2, every configuration and the limit named, nothing queued or written."""
+    root = tmp_path / "r"
+    before = set(in_cluster("squeue", "-h", "-o", "%i").stdout.split())
+    r = in_cluster(sys.executable, "-m", "dspbench.cli", "sweep", "multinode_2x4", "--executor", "slurm",
+                   "--results", str(root), *(["--dry-run"] if dry_run else []), timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "cannot run on partition 'debug'; nothing was submitted" in r.stderr
+    assert "dsp stdit-tiny T=8 S=16 gpus=8 sp=8 train: needs 2 node(s) with 4 tasks x 1 CPUs" in r.stderr
+    assert "at most 2 CPUs" in r.stderr and "Traceback" not in r.stderr
+    assert set(in_cluster("squeue", "-h", "-o", "%i").stdout.split()) == before
+    assert not root.exists()

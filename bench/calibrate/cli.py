@@ -54,36 +54,29 @@ def add_calibrate_args(p: argparse.ArgumentParser) -> None:
     m.add_argument("--depth", type=int, default=0,
                    help="blocks in the benchmarked model (0: the model's; 1: one block, e.g. STDiT-XL at paper "
                         "shapes on one GPU); FLOP/s is per analytic FLOP of that depth")
-    f = p.add_argument_group("from what you already have (no measurement; bench/calibrate/from_logs.py, from_records.py)")
-    f.add_argument("--from-nccl-tests", nargs="+", metavar="LOG", default=None,
-                   help="nccl-tests output files (all_reduce/all_gather/reduce_scatter/alltoall/sendrecv_perf, any "
-                        "2.x format, several tests per file): each test's devices block picks its tier (one host: "
-                        "link.intra; one rank per host: link.inter; several per host: link.span), its time by size "
-                        "is fitted as calibrate fits its own; ops not logged keep --base's values")
-    f.add_argument("--from-records", metavar="DIR", default=None,
-                   help="your `dspbench run` records (*.jsonl) on this cluster: compute efficiency and dispatch "
-                        "from the baseline's steps, each method's own per-step work from its steps (refuses other "
-                        "hardware or a dirty source tree unless --force)")
+    f = p.add_argument_group("from what a cluster already has (no ranks started)")
+    f.add_argument("--from-nccl-tests", nargs="+", default=None, metavar="LOG",
+                   help="nccl-tests logs (all_reduce/all_gather/reduce_scatter/alltoall/sendrecv_perf, one node or "
+                        "several): fit the links of a profile on --base (default: the logs' GPU model's datasheet)")
+    f.add_argument("--from-records", default=None, metavar="DIR",
+                   help="your own `dspbench run` records on that hardware: compute efficiency and dispatch from the "
+                        "baseline's steps, each method's own per-step work from its steps (bench/calibrate/"
+                        "from_records.py); other hardware or a dirty tree refused unless --force; with "
+                        "--from-nccl-tests, onto the profile made from the logs")
+    f.add_argument("--nccl-tests-out", default=None, metavar="DIR",
+                   help="also write this calibration's collective measurements in nccl-tests' format, one file per op")
     o = p.add_argument_group("output")
-    o.add_argument("--nccl-tests-out", metavar="DIR", default=None,
-                   help="also write the collectives measured here as nccl-tests output, one <test>_perf.log per op "
-                        "(what --from-nccl-tests reads)")
     o.add_argument("--name", default="calibrated", help="profile name")
     o.add_argument("--base", default=None,
-                   help="datasheet profile the measured values replace (needed with one rank: no collectives; "
-                        "--from-*: default the datasheet of the logs' or records' GPU)")
+                   help="datasheet profile the measured values replace (needed with one rank: no collectives)")
     o.add_argument("--output", default=None, help="profile TOML path (default results/profiles/<name>.toml)")
     o.add_argument("--json", action="store_true", help="print the measurements as JSON")
     o.add_argument("--force", action="store_true",
                    help="write the profile even when its measurements spread too much to predict with "
-                        "(bench/calibrate/quality.py MAX_SPREAD; the spread is stored either way), or from "
-                        "--from-records of other hardware or a dirty source tree")
+                        "(bench/calibrate/quality.py MAX_SPREAD); the spread is stored either way")
 
 
 def cmd_calibrate(args) -> int:
-    if args.from_nccl_tests or args.from_records:
-        from dspbench.calibrate.from_sources import cmd_from_sources as run
-        return run(args)
     from dspbench.calibrate.command import cmd_calibrate as run
     return run(args)
 

@@ -214,25 +214,20 @@ def calibrate_rank(opts: dict) -> dict | None:
     if smaller:
         compute["small"] = bench_compute(*smaller, opts["compute_iters"], device, opts.get("depth", 0))
     gemm = bench_gemm(opts.get("gemm_widths", ()), comm.world_size(), opts["dtype"], device) if ops else {}
+    # the reference code's all-to-all beside ours: what `predict --a2a list` adds (calibrate/a2a_style.py)
+    from dspbench.calibrate.a2a_style import bench_a2a_styles
+    a2a_styles = (bench_a2a_styles(opts["sizes"], opts["iters"], opts["warmup"], device)
+                  if "all_to_all" in ops and opts["sizes"] else None)
     from dspbench.calibrate.methods import bench_methods
     methods = bench_methods(opts.get("methods", ()), opts, sp) if ops else {}
     recheck = bench_compute(*shard, 2, device, opts.get("depth", 0))["fwd_bwd_s"]
     compute["recheck_s"] = recheck
-    facts = comm.all_gather_object({"compute": compute, "rank": _rank_facts(device)})
+    facts = comm.all_gather_object({"compute": compute})
     if comm.world_rank() != 0:
         return None
     slowest = min(facts, key=lambda f: f["compute"]["flops_per_s"])["compute"]
     return {"collectives": rows, "overlap": overlap, "compute": slowest, "gemm": gemm, "world": comm.world_size(),
-            "methods": methods, "ranks": [f["rank"] for f in facts]}
-
-
-def _rank_facts(device) -> dict:
-    """Where this rank ran, as nccl-tests' devices block lists it (bench/calibrate/nccl_tests_out.py)."""
-    import socket
-    from dspbench.records.environ import device_name
-    local = device.index if device.type == "cuda" else 0
-    return {"host": socket.gethostname(), "pid": os.getpid(), "local": local or 0,
-            "bus": f"{device.type}:{local or 0}", "device": device_name(device)}
+            "methods": methods, "a2a_styles": a2a_styles}
 
 
 def _smaller(shard: tuple):

@@ -54,7 +54,40 @@ def _memory_gb(world: int) -> float:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9 / max(world, 1)
 
 
+def cmd_from_logs(args) -> int:
+    """--from-nccl-tests: a profile from logs, no ranks started (bench/calibrate/from_logs.py)."""
+    from dspbench.calibrate.from_logs import profile_from_logs
+    prof, notes = profile_from_logs(args.from_nccl_tests, args.name, args.base)    # LogError: exit 2, nothing written
+    if args.from_records:            # links from the logs, compute from the records
+        from dspbench.calibrate.from_records import apply_records
+        notes += apply_records(prof, args.from_records, args.force)
+    for n in notes:
+        print(f"dspbench calibrate: {n}", file=sys.stderr)
+    out = Path(args.output or f"results/profiles/{args.name}.toml")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(dumps(prof, "Written by `dspbench calibrate --from-nccl-tests`: links fitted to the logs in [sources]."))
+    print(f"profile written to {out}")
+    return 0
+
+
+def write_nccl_tests(result: dict, folder: str) -> None:
+    """--nccl-tests-out: this calibration's collectives in nccl-tests' format, one file per op."""
+    import socket
+    from dspbench.calibrate.nccl_logs import BINARIES, format_test
+    rows = [r for r in result["collectives"] if "tier" not in r]
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    for binary, op in BINARIES.items():
+        mine = [r for r in rows if r["op"] == op]
+        if mine:
+            Path(folder, f"{binary}.log").write_text(format_test(op, mine, [socket.gethostname()], "cpu (gloo)"))
+
+
 def cmd_calibrate(args) -> int:
+    if args.from_nccl_tests:
+        return cmd_from_logs(args)
+    if args.from_records:
+        from dspbench.calibrate.from_records import cmd_from_records
+        return cmd_from_records(args)
     opts = {k: getattr(args, k) for k in ("gpus", "backend", "iters", "warmup", "model", "frames", "spatial",
                                          "batch", "sp", "dtype", "compute_iters", "timeout_s", "threads", "depth",
                                          "overlap_repeats", "cpu_ranks_per_host")}
@@ -106,9 +139,7 @@ def cmd_calibrate(args) -> int:
     out.write_text(dumps(prof, "Written by `dspbench calibrate`; raw measurements in the .json beside it."))
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
     if args.nccl_tests_out:
-        from dspbench.calibrate.nccl_tests_out import write_logs
-        logs = write_logs(args.nccl_tests_out, result, {**opts, "gpus_per_node": gpn})
-        print(f"nccl-tests logs written: {', '.join(str(p) for p in logs)}", file=sys.stderr)
+        write_nccl_tests(result, args.nccl_tests_out)
     if args.json:
         print(json.dumps({**result, "profile": str(out)}, sort_keys=True))
     else:

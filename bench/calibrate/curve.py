@@ -114,14 +114,84 @@ SMALL_GRID = {"tokens": (64, 256), "widths": (64, 128), "lens": (64, 256), "attn
 FULL_GRID = {"tokens": GEMM_TOKENS, "widths": GEMM_WIDTHS, "lens": ATTN_LENS, "attn_width": ATTN_WIDTH}
 
 
+def call_kernels() -> int:
+    """Kernels the call probe's module issues per call (counted as the cost model counts a DiT's)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from dspbench.cost.curve import VIEW_OPS
+
+    class _Count(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.n += func.__name__.split(".")[0] not in VIEW_OPS
+            return func(*args, **(kwargs or {}))
+    m = torch.nn.Sequential(torch.nn.LayerNorm(64), torch.nn.Linear(64, 64), torch.nn.GELU(), torch.nn.Linear(64, 64))
+    counter = _Count()
+    with counter, torch.no_grad():
+        m(torch.randn(4, 64))
+    return counter.n
+
+
+def model_call_seconds(model: str, device, dtype, depth: int, compiled: bool, iters: int = 5) -> dict:
+    """One eager (or torch.compile'd) forward of `model` cut to `depth` blocks at a tiny shape (T 2,
+    S 16): host-bound, so it measures the fixed cost per call and per kernel that the curve's host
+    terms predict."""
+    from dspbench.cost.curve import kernels_per_forward
+    from dspbench.models import Shape, build_model, get_config
+    from dspbench.models.inputs import make_inputs
+    cfg = get_config(model, depth=depth)
+    m = build_model(cfg).to(device=device, dtype=dtype).eval()
+    x, t, y, _ = make_inputs(cfg, Shape(1, 2, 16), dtype=dtype, device=device)
+    t0 = time.perf_counter()
+    fn = torch.compile(m) if compiled else m
+    with torch.no_grad():
+        fn(x, t, y)
+        _sync(device)
+        first = time.perf_counter() - t0
+        s = median_time(lambda: fn(x, t, y), device, iters, warmup=2)
+    return {"model": model, "depth": depth, "compiled": compiled, "call_s": s, "first_call_s": first,
+            "kernels_eager": kernels_per_forward(model) * depth // get_config(model).depth}
+
+
+def vae_seconds(device, dtype, T: int, H: int, W: int, iters: int = 2) -> dict:
+    """The video VAE decoder (models/vae.py, Wan 2.1's structure) on T x H' x W' latents."""
+    from dspbench.models.vae import WAN21_VAE, VAEDecoder, decoder_flops
+    d = VAEDecoder(WAN21_VAE).to(device=device, dtype=dtype).eval()
+    z = torch.randn(1, WAN21_VAE.z_channels, T, H, W, device=device, dtype=dtype)
+    with torch.no_grad():
+        s = median_time(lambda: d(z), device, iters, warmup=1)
+    peak = torch.cuda.max_memory_allocated() if torch.device(device).type == "cuda" else None
+    return {"latent": [T, H, W], "decode_s": s, "flops": decoder_flops(WAN21_VAE, T, H, W), "peak_mem_bytes": peak}
+
+
 def measure(device: str, dtype: str, iters: int = 5, grid: dict = FULL_GRID) -> dict:
     dt = DTYPES[dtype]
     name = torch.cuda.get_device_name(0) if torch.device(device).type == "cuda" else "cpu"
     return {"device": name, "dtype": dtype, "torch": torch.__version__,
             "gemm": gemm_rates(device, dt, grid["tokens"], grid["widths"], iters),
             "attn": attn_rates(device, dt, grid["lens"], ATTN_HEAD_DIMS, iters, width=grid["attn_width"]),
-            "launch_s": launch_seconds(device), "call_s": call_seconds(device, dt),
+            "launch_s": launch_seconds(device), "call_s": call_seconds(device, dt), "call_kernels": call_kernels(),
             "source": "measured"}
+
+
+def write_curve_profile(res: dict, base: str, out: str, source: str) -> None:
+    """The base profile with the curve fitted to `res` (and its VAE rate, where measured)."""
+    from dspbench.cost.curve import fit_curve
+    from dspbench.cost.hardware import dumps, load_profile
+    prof = load_profile(base)
+    raw = json.loads(json.dumps(prof.raw))
+    table, latency = fit_curve(res, float(prof.peak_flops[res["dtype"]]))
+    if res.get("vae"):
+        fractions = [v["flops"] / v["decode_s"] / prof.peak_flops[res["dtype"]] for v in res["vae"]]
+        table["conv_peak_fraction"] = round(statistics.median(fractions), 4)
+    raw["name"], raw["kind"] = f"{prof.name}-curve", "calibrated"
+    raw.setdefault("compute", {})["curve"] = table
+    raw.setdefault("sources", {})["compute.curve"] = (
+        f"measured on {res['device']} ({res['dtype']}, torch {res['torch']}) by python -m dspbench.calibrate.curve: "
+        f"{source}; fit with per-sample probe latencies "
+        + ", ".join(f"{k} {v * 1e6:.0f} us" for k, v in latency.items()) + " (bench/cost/curve.py fit_curve)")
+    with open(out, "w") as f:
+        f.write(dumps(raw, f"{raw['name']}: {prof.name} with a device curve measured on {res['device']}"))
 
 
 def main(argv=None) -> int:
@@ -130,12 +200,29 @@ def main(argv=None) -> int:
     p.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--small", action="store_true", help="a CPU-sized grid (tests)")
+    p.add_argument("--fixed-models", nargs="*", default=[], metavar="MODEL",
+                   help="also time one forward of each model cut to --fixed-depth blocks at a tiny shape (host-bound)")
+    p.add_argument("--fixed-depth", type=int, default=4)
+    p.add_argument("--compile", action="store_true", help="time those forwards under torch.compile too")
+    p.add_argument("--vae", nargs="*", default=[], metavar="TxHxW",
+                   help="also time the VAE decoder (models/vae.py) on these latent sizes, e.g. 21x60x104")
+    p.add_argument("--skip-grid", action="store_true", help="only the --fixed-models and --vae measurements")
+    p.add_argument("--profile-out", default=None, metavar="PATH",
+                   help="also write --base with a [compute.curve] fitted to these measurements (a profile predict reads)")
+    p.add_argument("--base", default="h200-ib", help="the datasheet profile --profile-out refines")
     p.add_argument("--json", required=True, help="where to write the measurements")
     a = p.parse_args(argv)
-    res = measure(a.device, a.dtype, a.iters, SMALL_GRID if a.small else FULL_GRID)
+    res = (measure(a.device, a.dtype, a.iters, SMALL_GRID if a.small else FULL_GRID) if not a.skip_grid
+           else {"device": a.device, "dtype": a.dtype, "torch": torch.__version__, "source": "measured"})
+    dt = DTYPES[a.dtype]
+    res["fixed"] = [model_call_seconds(m, a.device, dt, a.fixed_depth, c)
+                    for m in a.fixed_models for c in ([False, True] if a.compile else [False])]
+    res["vae"] = [vae_seconds(a.device, dt, *map(int, size.split("x"))) for size in a.vae]
     with open(a.json, "w") as f:
         json.dump(res, f, indent=1, sort_keys=True)
-    print(json.dumps({k: v for k, v in res.items() if k not in ("gemm", "attn")}))
+    if a.profile_out:
+        write_curve_profile(res, a.base, a.profile_out, a.json)
+    print(json.dumps({k: v for k, v in res.items() if k not in ("gemm", "attn")}), flush=True)
     return 0
 
 

@@ -1,5 +1,7 @@
-"""`dspbench calibrate --from-records DIR`: compute efficiency, dispatch and each method's own work
-from the `dspbench run` records a user already has on a cluster (bench/gpu/check.sh's, a small sweep).
+"""`dspbench calibrate --from-records DIR [--base PROFILE]`: compute efficiency, dispatch and each
+method's own work from the `dspbench run` records a user already has on a cluster (bench/gpu/check.sh's,
+a small sweep); with `--from-nccl-tests` too, onto the profile made from the logs (links from the
+logs, compute from the records). The base otherwise: --base, else the datasheet of the records' GPU.
 
 Records kept: `source: measured`, `status: ok`, of the profile's GPU (its model number, e.g. H200,
 in `environ.devices`), from a clean source tree (`environ.git_dirty` not true) without an injected
@@ -24,18 +26,24 @@ from __future__ import annotations
 import copy
 import json
 import statistics
+import sys
 from collections import Counter
 from dataclasses import fields
 from pathlib import Path
 
-from dspbench.calibrate.from_logs import gpu_key
-from dspbench.calibrate.nccl_tests import LogError
-from dspbench.cost.hardware import from_dict
+from dspbench.calibrate.from_logs import GPU_BASES
+from dspbench.calibrate.nccl_logs import LogError
+from dspbench.cost.hardware import dumps, from_dict, load_profile
 from dspbench.cost.model import flops_factor, module_count, predict
 from dspbench.records.config import RunConfig
 
 BASELINE = "single"
 _CONFIG_FIELDS = {f.name for f in fields(RunConfig)}
+
+
+def gpu_key(name: str) -> str | None:
+    """'NVIDIA H200' or 'H200 SXM' -> 'H200' (the datasheet models of from_logs.GPU_BASES); None otherwise."""
+    return next((key for key, _ in GPU_BASES if key in name.upper()), None)
 
 
 def read(root: Path) -> list[tuple[str, dict]]:
@@ -163,3 +171,34 @@ def apply_records(d: dict, root: str, force: bool = False) -> list[str]:
     d["kind"] = "calibrated"
     d["description"] = d.get("description", d["name"]) + f"; compute from the records under {root}"
     return notes
+
+
+def base_profile(args) -> dict:
+    """--base, else the datasheet profile of the one GPU model the records ran on."""
+    name = args.base
+    if not name:
+        devices = sorted({d for _, r in read(Path(args.from_records)) for d in (r.get("environ") or {}).get("devices") or []})
+        keys = {gpu_key(d) for d in devices}
+        if len(keys) != 1 or None in keys:
+            raise LogError(f"{args.from_records}:0: records ran on {devices}: pass --base PROFILE")
+        name = dict(GPU_BASES)[keys.pop()]
+    d = copy.deepcopy(load_profile(name).raw)
+    d.update(name=args.name, description=name)
+    return d
+
+
+def cmd_from_records(args) -> int:
+    """--from-records alone: the base profile with the records' compute terms (exit 2 on bad input,
+    nothing written)."""
+    d = base_profile(args)
+    notes = apply_records(d, args.from_records, args.force)    # LogError (a ValueError): exit 2
+    from_dict(d)                                                # what predict and plan will load
+    for n in notes:
+        print(f"dspbench calibrate: {n}", file=sys.stderr)
+    out = Path(args.output or f"results/profiles/{args.name}.toml")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(dumps(d, f"Written by `dspbench calibrate --from-records {args.from_records}`; every value's "
+                            "origin is in [sources]."))
+    print(f"efficiency {d['compute']['efficiency']:.3f}, dispatch {d['compute']['module_overhead_s'] * 1e6:.1f} us "
+          f"per module; profile written to {out}")
+    return 0

@@ -109,7 +109,7 @@ def profile_dict(name: str, result: dict, gpus_per_node: int, device: str, memor
     return {
         "name": name, "description": f"calibrated: {result['world']} ranks" + (", per tier" if tiered else ""),
         "kind": "calibrated", "device": dev,
-        "compute": {**_compute(comp), "optimizer_Bps": comp["optimizer_Bps"], **_gemm(result)},
+        "compute": {**_compute(comp), "optimizer_Bps": comp["optimizer_Bps"], **_gemm(result), **_a2a_list(result)},
         "link": links,
         "overlap": {"ring": _overlap_value(result)},
         **_quality(result),
@@ -117,7 +117,8 @@ def profile_dict(name: str, result: dict, gpus_per_node: int, device: str, memor
                     **({"device.nics_per_node": "given (--nics-per-node)"} if nics_per_node else {}),
                     "compute": _compute_source(where, comp),
                     "device.memory_gb": "host memory / ranks (os.sysconf)",
-                    "overlap.ring": _overlap_source(where, result.get("overlap"))},
+                    "overlap.ring": _overlap_source(where, result.get("overlap")),
+                    **_a2a_list_source(where, result)},
     }
 
 
@@ -131,8 +132,10 @@ def _on_base(name: str, result: dict, base: str) -> dict:
     c["module_overhead_s"] = terms["module_overhead_s"]
     c["optimizer_Bps"] = comp["optimizer_Bps"]
     c.update(_gemm(result))
+    c.update(_a2a_list(result))
     d.update(_quality(result))
     src = d.setdefault("sources", {})
+    src.update(_a2a_list_source(where, result))
     src[f"compute.flops_per_s.{comp['dtype']}"] = _compute_source(where, comp)
     src["compute.optimizer_Bps"] = f"{where}: AdamW step of {comp['params']} parameters"
     if result["collectives"]:
@@ -170,6 +173,22 @@ def _gemm(result: dict) -> dict:
     """GEMM FLOP/s by width and tensor-parallel degree (bench/calibrate/gemm.py), when measured."""
     g = result.get("gemm")
     return {"gemm_flops_per_s": dict(g), "gemm_dtype": result["compute"]["dtype"]} if g else {}
+
+
+def _a2a_list(result: dict) -> dict:
+    """The reference all-to-all's extra seconds per payload byte (bench/calibrate/a2a_style.py), when measured."""
+    a = result.get("a2a_styles")
+    return {"a2a_list_extra_s_per_byte": a["extra_s_per_byte"]} if a else {}
+
+
+def _a2a_list_source(where: str, result: dict) -> dict:
+    a = result.get("a2a_styles")
+    if not a:
+        return {}
+    lo, hi = a["range"]
+    return {"compute.a2a_list_extra_s_per_byte": f"{where}: the list all-to-all (tensor_split, list, cat) against "
+            f"all_to_all_single through the comm layer, median over sizes {[p['size'] for p in a['points']]} "
+            f"of the extra time per byte (range {lo:.3g}..{hi:.3g} s/B)"}
 
 
 def _quality(result: dict) -> dict:

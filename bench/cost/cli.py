@@ -9,6 +9,11 @@ from dspbench.records.args import add_run_args
 
 def add_predict_args(p: argparse.ArgumentParser) -> None:
     add_run_args(p)   # its --hardware (optional for run) is required here: checked in cmd_predict
+    g = p.add_argument_group("prediction only")
+    g.add_argument("--compiled", action="store_true",
+                   help="price the host costs of torch.compile instead of eager (profiles with a [compute.curve])")
+    g.add_argument("--vae", choices=("single", "tiled", "patch_parallel"), default="single",
+                   help="sample mode: the VAE decode's variant in the whole-pipeline stages")
     p.set_defaults(out="results/predicted")
 
 

@@ -32,15 +32,18 @@ def group_link(profile: Profile, dims: Dims, group: str) -> Link:
     return profile.intra if dims.world <= g else profile.inter
 
 
-def plan_times(profile: Profile, plan, dims: Dims) -> dict[str, float]:
+def plan_times(profile: Profile, plan, dims: Dims, a2a: str = "single") -> dict[str, float]:
     """{'tag/op.phase': seconds per step} for a method's plan [(phase, Op)] (methods/spec.py), each
-    call priced by the tiers its group (or USP sub-group) crosses (bench/cost/tiers.py)."""
+    call priced by the tiers its group (or USP sub-group) crosses (bench/cost/tiers.py). a2a "list":
+    every all-to-all also pays the reference style's extra copies (Profile.a2a_list_extra_s_per_byte)."""
     out: dict[str, float] = defaultdict(float)
+    extra = profile.a2a_list_extra_s_per_byte() if a2a == "list" else 0.0
     for phase, o in plan:
         n = o.group_size(dims)   # a sub-group's (USP's) or the whole SP/DP group's
         if o.count and n > 1:
             span = span_of(members(o.op, o.group, o.ranks, dims), dims.world, profile.gpus_per_node)
-            out[key(o.op, phase, o.tag)] += o.count * tier_time(profile, o.op, o.payload, span)
+            copies = o.payload * extra if o.op == "all_to_all" else 0.0
+            out[key(o.op, phase, o.tag)] += o.count * (tier_time(profile, o.op, o.payload, span) + copies)
     return dict(out)
 
 

@@ -16,6 +16,8 @@ Schema (all optional but `name`; see bench/cost/profiles/h100-ib.toml):
   step beyond FLOPs and collectives, measured at one calibration shape and SP (bench/calibrate/methods.py)
 - [compute] gemm_flops_per_s {'w<C>_tp<n>': FLOP/s} in gemm_dtype: a block's linears at width C
   split n ways (measured; prices tensor-parallel GEMMs, bench/cost/model.py)
+- [compute.curve]: GEMM and attention efficiency by size, host time per kernel and per call, the
+  compiled share (bench/cost/curve.py); where present it replaces `efficiency` for the model's FLOPs
 - [calibration] (calibrated only): load average, each term's measured range [min, max] / median,
   warnings (bench/calibrate/quality.py); bench/cost/interval.py turns it into predicted intervals
 - [overlap] ring: the fraction (0..1; true = 1) of ring attention's K/V hops that hides under the
@@ -90,6 +92,7 @@ class Profile:
     gemm_flops_per_s: dict = field(default_factory=dict)   # {'w<C>_tp<n>': FLOP/s} (calibrate/gemm.py)
     gemm_dtype: str = ""
     calibration: dict = field(default_factory=dict)        # measured ranges, load, warnings (calibrate/quality.py)
+    curve: dict = field(default_factory=dict)               # [compute.curve]: size-aware rates, host costs (cost/curve.py)
     kind: str = "datasheet"
     sources: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict, compare=False, repr=False)
@@ -112,6 +115,14 @@ class Profile:
 
     def optimizer_rate(self) -> float:
         return self.optimizer_Bps or self.hbm_Bps * HBM_EFFICIENCY
+
+    def a2a_list_extra_s_per_byte(self) -> float:
+        """Seconds per payload byte that the reference code's all-to-all (`--a2a list`: tensor_split
+        with a contiguous copy per chunk, a list all_to_all, torch.cat) adds to all_to_all_single:
+        measured by calibrate where it ran both, else two extra copies of the payload (each a read
+        and a write) at the streaming HBM rate (stated in docs/cost-model.md)."""
+        measured = self.raw.get("compute", {}).get("a2a_list_extra_s_per_byte")
+        return float(measured) if measured is not None else 4.0 / (self.hbm_Bps * HBM_EFFICIENCY)
 
     @property
     def usable_bytes(self) -> float:
@@ -152,7 +163,7 @@ def from_dict(d: dict) -> Profile:
         method_overhead_s={k: float(v) for k, v in comp.get("method_overhead_s", {}).items()},
         method_overhead_sp=int(comp.get("method_overhead_sp") or 0),
         gemm_flops_per_s=dict(comp.get("gemm_flops_per_s", {})), gemm_dtype=comp.get("gemm_dtype", ""),
-        calibration=dict(d.get("calibration", {})),
+        calibration=dict(d.get("calibration", {})), curve=dict(comp.get("curve", {})),
         sources=dict(d.get("sources", {})), raw=d)
 
 
@@ -204,7 +215,7 @@ def dumps(d: dict, comment: str = "") -> str:
 
 def _is_table(k: str, v: dict) -> bool:
     # Small maps of numbers (per-op or per-dtype values) stay inline; sections become tables.
-    return k in ("device", "compute", "link", "intra", "inter", "span", "overlap", "sources", "calibration")
+    return k in ("device", "compute", "link", "intra", "inter", "span", "overlap", "sources", "calibration", "curve")
 
 
 def _fraction(v) -> float:

@@ -63,14 +63,20 @@ def at(profile: Profile, ends: dict[str, int]) -> Profile:
                    ring_overlap=k["overlap"][ends["overlap"]] if "overlap" in ends else profile.ring_overlap)
 
 
-def step_interval(step_fn, profile: Profile) -> tuple[float, float] | None:
-    """(low, high) of step_fn(profile) over the measured ranges, or None without them."""
+def corners(profile: Profile) -> tuple[Profile, Profile] | None:
+    """The profile at its fastest and at its slowest corner, or None without measured ranges."""
     k = knobs(profile)
     if not k:
         return None
     low = {n: int(n == "overlap") for n in k}        # every time low, the overlap high
     high = {n: int(n != "overlap") for n in k}
-    return step_fn(at(profile, low)), step_fn(at(profile, high))
+    return at(profile, low), at(profile, high)
+
+
+def step_interval(step_fn, profile: Profile) -> tuple[float, float] | None:
+    """(low, high) of step_fn(profile) over the measured ranges, or None without them."""
+    ends = corners(profile)
+    return None if ends is None else (step_fn(ends[0]), step_fn(ends[1]))
 
 
 def ratio_interval(base_fn, dsp_fn, profile: Profile) -> tuple[float, float] | None:
@@ -80,3 +86,45 @@ def ratio_interval(base_fn, dsp_fn, profile: Profile) -> tuple[float, float] | N
     if b is None or d is None:
         return None
     return b[0] / d[1], b[1] / d[0]
+
+
+# A datasheet profile's efficiencies are assumptions (bench/cost/profiles/*.toml [sources]):
+# compute at 0.45 of peak ("40-50% MFU is typical"), links at 0.8 of their rate ("~80%"), ring
+# hops fully hidden. Their stated ranges become the knobs of an *assumed* interval: compute
+# efficiency 0.40-0.50 (time x 0.9-1.125), link efficiency 0.6-0.9 (time x 0.89-1.33), ring overlap
+# half to all. Not a measured spread: callers label it (`dspbench plan`: interval_source).
+ASSUMED_COMPUTE = (0.45 / 0.50, 0.45 / 0.40)
+ASSUMED_LINK = (0.8 / 0.9, 0.8 / 0.6)
+ASSUMED_OVERLAP = (0.5, 1.0)
+ASSUMED_OPS = ("all_to_all", "all_gather", "reduce_scatter", "all_reduce", "send_recv")
+ASSUMED_SOURCE = ("assumed: datasheet profile, compute efficiency 0.40-0.50, link efficiency 0.6-0.9, "
+                  "ring overlap 0.5-1 (bench/cost/interval.py)")
+
+
+def with_assumed_spread(profile: Profile) -> tuple[Profile, str]:
+    """(profile whose knobs have ranges, where the ranges come from): a calibrated profile as it is
+    (its measured spread), a datasheet one with the assumed ranges above."""
+    if knobs(profile):
+        return profile, f"measured: calibration spread of {profile.name}"
+    cal = {"compute_range": list(ASSUMED_COMPUTE), "link_range": {op: list(ASSUMED_LINK) for op in ASSUMED_OPS}}
+    if profile.ring_overlap:
+        cal["overlap_fractions"] = [profile.ring_overlap * f for f in ASSUMED_OVERLAP]
+    return replace(profile, calibration=cal), ASSUMED_SOURCE
+
+
+def shared_corners(profile: Profile) -> list[Profile]:
+    """The profile at the four corners of (compute, communication) ranges, each at its low or high
+    end (communication low with the overlap high): what two configurations priced on the same
+    cluster share, so their ratio is taken corner by corner (`dspbench plan`). [] without ranges."""
+    k = knobs(profile)
+    if not k:
+        return []
+    comm = [n for n in k if n.startswith("op:")]
+    out = []
+    for c in (0, 1):
+        for m in (0, 1):
+            ends = {"compute": c, **{n: m for n in comm}}
+            if "overlap" in k:
+                ends["overlap"] = 1 - m
+            out.append(at(profile, ends))
+    return out

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from dspbench.records.config import RunConfig, flops_factors
 from dspbench.cost.comm import plan_times, plan_wire
+from dspbench.cost.curve import device_seconds, forward_costs, from_table
 from dspbench.cost.engine import engine_ops
 from dspbench.cost.memory import memory, opt_state_bytes
 from dspbench.cost.hardware import Profile
@@ -110,7 +111,30 @@ def narrow_gemm_s(spec, mcfg, shape: Shape, sp: int, factor: int, profile: Profi
     return flops / profile.flops(dtype) * (full / narrow - 1)
 
 
-def predict(cfg: RunConfig, profile: Profile) -> Prediction:
+def compute_seconds(cfg: RunConfig, mcfg, spec, sp: int, profile: Profile, compiled: bool) -> float:
+    """This rank's compute per step: FLOPs at the profile's rate, or, where the profile has a device
+    curve (bench/cost/curve.py), at the rate for this rank's GEMM and attention sizes, and no less
+    than the host's time to issue the kernels (eager launches are asynchronous: the larger wins)."""
+    factor = flops_factor(cfg)
+    step_flops = flops_per_sample(mcfg, Shape(1, cfg.frames, cfg.spatial)) * cfg.batch * factor
+    curve = from_table(profile.curve)
+    if curve is None:
+        compute = step_flops / sp / profile.flops(cfg.dtype)
+        compute += narrow_gemm_s(spec, mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial), sp, factor, profile, cfg.dtype)
+    else:
+        peak = float(profile.peak_flops.get(cfg.dtype) or profile.flops(cfg.dtype))
+        costs = forward_costs(cfg.model, cfg.model_batch, cfg.frames, cfg.spatial, cfg.dtype)
+        # forward-equivalents of one call's batch: train 3 (4 with checkpointing), sample its steps
+        calls = cfg.sample_steps if cfg.mode == "sample" else (factor if cfg.mode == "train" else 1)
+        device = device_seconds(curve, costs, calls, sp, peak, profile.optimizer_rate())
+        compute = max(device, curve.host_s(costs.kernels, calls, compiled))
+    if profile.module_overhead_s:   # every rank runs every module, whatever its shard: factor 3 = fwd+bwd
+        # (CFG's batched second call is counted as a call of its own: an overstatement of dispatch)
+        compute += profile.module_overhead_s * module_count(cfg.model) * factor / 3
+    return compute + method_overhead(cfg, sp, profile)
+
+
+def predict(cfg: RunConfig, profile: Profile, compiled: bool = False) -> Prediction:
     zero = cfg.zero
     sp = int(cfg.sp)
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
@@ -123,17 +147,12 @@ def predict(cfg: RunConfig, profile: Profile) -> Prediction:
     if engine:   # the engine's own gradient reduce-scatter and parameter all-gather
         plan = plan + engine_ops(spec, mcfg, dims, dtype_size(cfg.dtype), zero)
     reps = cfg.sample_steps if cfg.mode == "sample" else 1
-    comm_s = {k: v * reps for k, v in plan_times(profile, plan, dims).items()}
+    comm_s = {k: v * reps for k, v in plan_times(profile, plan, dims, cfg.a2a).items()}
     wire = {k: v * reps for k, v in plan_wire(plan, dims).items()}
 
     rate = profile.flops(cfg.dtype)
     factor = flops_factor(cfg)
-    compute = flops_per_sample(mcfg, Shape(1, cfg.frames, cfg.spatial)) * cfg.batch * factor / sp / rate
-    compute += narrow_gemm_s(spec, mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial), sp, factor, profile, cfg.dtype)
-    if profile.module_overhead_s:   # every rank runs every module, whatever its shard: factor 3 = fwd+bwd
-        # (CFG's batched second call is counted as a call of its own: an overstatement of dispatch)
-        compute += profile.module_overhead_s * module_count(cfg.model) * factor / 3
-    compute += method_overhead(cfg, sp, profile)
+    compute = compute_seconds(cfg, mcfg, spec, sp, profile, compiled)
     mem = memory(spec, mcfg, shape, sp, dims.dp, cfg.dtype, cfg.mode, plan, zero)
     state_bytes = opt_state_bytes(cfg.dtype, zero)        # per parameter (cost_memory.static_bytes)
     optimizer = mem["optimizer"] / state_bytes * OPT_BYTES[cfg.dtype] / profile.optimizer_rate()

@@ -16,7 +16,7 @@ from dataclasses import replace
 from importlib.resources import files
 from pathlib import Path
 
-from dspbench.cost import paper_full3d
+from dspbench.cost import paper_full3d, paper_readings
 from dspbench.cost.autosp import resolved
 from dspbench.cost.consistency import MFU_PUBLISHED_MAX, implied_busbw, implied_mfu, predicted_ratio, verdict
 from dspbench.cost.hardware import load_profile
@@ -125,12 +125,16 @@ def scaling(emit, model: str) -> list[dict]:
 
 def tables(emit=lambda rec: rec) -> dict:
     f3 = fig3(emit)
-    return {"generated_by": "python -m dspbench.cost.paper", "source": "predicted",
-            "profiles": ["h800-nvlink", "h100-ib"], "mfu_published_max": MFU_PUBLISHED_MAX,
-            "fig3": f3, "consistency": consistency(), "inference": inference(emit),
-            "scaling": scaling(emit, "stdit-xl") + scaling(emit, "stdit-3b"),
-            # today's video DiTs (full3d), rendered: bench/cost/paper_full3d.py
-            "full3d_markdown": paper_full3d.training(emit) + [""] + paper_full3d.inference(emit)}
+    t = {"generated_by": "python -m dspbench.cost.paper", "source": "predicted",
+         "profiles": ["h800-nvlink", "h100-ib"], "mfu_published_max": MFU_PUBLISHED_MAX,
+         "fig3": f3, "consistency": consistency(), "inference": inference(emit),
+         "scaling": scaling(emit, "stdit-xl") + scaling(emit, "stdit-3b"),
+         # both readings of the v1 figure's axis, and one verdict per claim (bench/cost/paper_readings.py)
+         "readings": paper_readings.readings(_fig3_paper(), TRAIN),
+         # today's video DiTs (full3d), rendered: bench/cost/paper_full3d.py
+         "full3d_markdown": paper_full3d.training(emit) + [""] + paper_full3d.inference(emit)}
+    t["claims"] = paper_readings.claims(t)
+    return t
 
 
 def main(argv=None) -> int:

@@ -3,6 +3,7 @@ whose every number is computed from those rows (nothing typed in by hand)."""
 from __future__ import annotations
 
 from dspbench.cost import paper_full3d
+from dspbench.cost.paper_readings import claims_md, readings_md
 
 HEADER = """# Paper-scale predictions of the cost model (source `predicted`, not measured)
 
@@ -132,7 +133,8 @@ def discussion(t) -> list[str]:
 
 
 def markdown(t: dict) -> str:
-    body = (fig3_md(t["fig3"]) + [""] + consistency_md(t["consistency"], t["mfu_published_max"]) + [""]
+    body = (claims_md(t["claims"]) + [""] + fig3_md(t["fig3"]) + [""]
+            + consistency_md(t["consistency"], t["mfu_published_max"]) + [""] + readings_md(t["readings"]) + [""]
             + inference_md(t["inference"]) + [""] + scaling_md(t["scaling"], "stdit-xl") + [""]
             + scaling_md(t["scaling"], "stdit-3b") + [""] + t["full3d_markdown"] + discussion(t))
     return HEADER + "\n".join(body) + "\n" + paper_full3d.DISCUSSION

@@ -36,23 +36,25 @@ def device_label(profile: Profile) -> str:
     return d if d.lower().startswith(("cpu", "nvidia")) else f"NVIDIA {d}"
 
 
-def predicted_record(cfg: RunConfig, profile: Profile) -> dict:
+def predicted_record(cfg: RunConfig, profile: Profile, compiled: bool = False, vae: str = "single") -> dict:
+    """compiled: the host costs of torch.compile (profiles with a device curve); vae: the decode's
+    variant in sample mode's whole-pipeline stages (bench/cost/pipeline.py)."""
     cfg.validate()
     zero = cfg.zero
     cfg, reason = resolved(cfg, profile)
-    # Not this machine's devices: only the method's constraints (a local nccl run would check CUDA here).
-    reason = reason or unsupported_reason(_sp1(cfg, cfg.sp, "env"))
+    reason = reason or why_unsupported(cfg)
     extra = {"hardware_profile": profile.name, "zero_stage": zero, "predicted_comm_time_s": None,
              "predicted_compute_time_s": None, "predicted_optimizer_time_s": None,
              "predicted_peak_mem_bytes": None, "predicted_mem": None, "step_times_s": None,
              "peak_mem_bytes_per_rank": None, "comm_tagged": None, "comm_time_s": None,
              "comm_formula_match": None, "comm_symmetric": None, "flops_per_step": None,
              "mem_base_bytes_per_rank": None, "peak_mem_reset": None, "mem_peak_step": None, "rss_run_bytes": None, "mem_run_bytes": None, "mem_model": None,
-             "placement": None, **dict.fromkeys(INTERVAL_FIELDS)}
+             "placement": None, "phases_s": None, "compiled": compiled, "predicted_stages_s": None,
+             "predicted_end_to_end_s": None, "pipeline": None, **dict.fromkeys(INTERVAL_FIELDS)}
     if reason:
         rec = build_record(cfg if cfg.sp != "auto" else _sp1(cfg), Outcome("unsupported", reason), "predicted")
         return {**rec, **extra, "sp": cfg.sp if cfg.sp != "auto" else None, "environ": _environ(device_label(profile))}
-    p = predict(cfg, profile)
+    p = predict(cfg, profile, compiled)
     status = "predicted" if p.fits else "oom"
     error = None if p.fits else p.oom_reason(cfg, profile.name)
     rec = build_record(cfg, Outcome(status, error), "predicted")
@@ -63,10 +65,25 @@ def predicted_record(cfg: RunConfig, profile: Profile) -> dict:
                 "comm": p.comm_wire, "comm_wire_bytes": sum(p.comm_wire.values()),
                 "comm_time_s": untag(p.comm_s), "placement": _placement(cfg, profile)})
     if p.fits:
-        rec.update(_throughput(cfg, p.step_s, profile))
+        rec.update(throughput(cfg, p.step_s, profile))
         rec["peak_mem_bytes"] = p.mem["peak"]
-        rec.update(intervals(cfg, profile))
+        rec.update(intervals(cfg, profile, compiled))
+        if cfg.mode == "sample":   # the whole pipeline; step_time_median_s stays the DiT's denoising alone
+            rec.update(pipeline_fields(cfg, profile, p.step_s, vae, rec))
     return rec
+
+
+def pipeline_fields(cfg: RunConfig, profile: Profile, denoise_s: float, vae: str, rec: dict) -> dict:
+    from dspbench.cost.pipeline import stage_seconds
+    stages = stage_seconds(cfg, get_config(cfg.model), profile, denoise_s, vae)
+    sec = stages["seconds"]
+    out = {"predicted_stages_s": {k: sec[k] for k in ("text_encode", "denoise", "vae_decode")},
+           "predicted_end_to_end_s": sec["total"],
+           "pipeline": {k: stages[k] for k in ("flops", "text_encoder", "vae_variant", "latents")}}
+    if rec.get("step_time_low_s") is not None:    # the denoising interval carries over; the rest is fixed
+        fixed = sec["total"] - denoise_s
+        out["pipeline"]["end_to_end_interval_s"] = [fixed + rec["step_time_low_s"], fixed + rec["step_time_high_s"]]
+    return out
 
 
 def _placement(cfg: RunConfig, profile: Profile) -> dict:
@@ -80,10 +97,10 @@ def _placement(cfg: RunConfig, profile: Profile) -> dict:
 INTERVAL_FIELDS = ("step_time_low_s", "step_time_high_s", "ratio_to_dsp", "ratio_to_dsp_low", "ratio_to_dsp_high")
 
 
-def intervals(cfg: RunConfig, profile: Profile) -> dict:
+def intervals(cfg: RunConfig, profile: Profile, compiled: bool = False) -> dict:
     """Step time's interval from the calibration's measured spread (bench/cost/interval.py; None on a
     datasheet profile), and this step / DSP's at the same configuration with its interval."""
-    step = lambda prof: predict(cfg, prof).step_s
+    step = lambda prof: predict(cfg, prof, compiled).step_s
     iv = step_interval(step, profile)
     out = dict.fromkeys(INTERVAL_FIELDS)
     if iv:
@@ -92,7 +109,7 @@ def intervals(cfg: RunConfig, profile: Profile) -> dict:
     dsp = replace(cfg, method="dsp") if cfg.method != "dsp" else None
     if dsp is None or unsupported_reason(_sp1(dsp, dsp.sp, "env")):
         return out
-    dsp_step = lambda prof: predict(dsp, prof).step_s
+    dsp_step = lambda prof: predict(dsp, prof, compiled).step_s
     out["ratio_to_dsp"] = step(profile) / dsp_step(profile)
     r = ratio_interval(step, dsp_step, profile)
     if r:
@@ -105,7 +122,14 @@ def _sp1(cfg: RunConfig, sp=1, launcher=None) -> RunConfig:
     return replace(cfg, sp=sp, launcher=launcher or cfg.launcher)
 
 
-def _throughput(cfg: RunConfig, step: float, profile: Profile) -> dict:
+def why_unsupported(cfg: RunConfig) -> str | None:
+    """Why cfg (numeric sp) cannot run on the profile's cluster: the method's constraints and the
+    degrees, not this machine's devices (a local nccl run would check CUDA here; launcher env)."""
+    return unsupported_reason(_sp1(cfg, cfg.sp, "env"))
+
+
+def throughput(cfg: RunConfig, step: float, profile: Profile) -> dict:
+    """The record's rate fields of a predicted step: samples/s, tokens/s, FLOPs, MFU/HFU."""
     per_sample = flops_per_sample(get_config(cfg.model), Shape(1, cfg.frames, cfg.spatial))
     model_x, hw_x = flops_factors(cfg)
     flops, hw = per_sample * model_x * cfg.global_batch, per_sample * hw_x * cfg.global_batch
@@ -125,7 +149,7 @@ def cmd_predict(args) -> int:
     from dspbench.records.io import append_record, result_line
     if not args.hardware:
         raise ValueError(f"predict needs --hardware PROFILE ({', '.join(available_profiles())}, or a calibrated .toml)")
-    rec = predicted_record(config_from_args(args), load_profile(args.hardware))
+    rec = predicted_record(config_from_args(args), load_profile(args.hardware), args.compiled, args.vae)
     path = Path(args.records_file) if args.records_file else default_records_file(args.out)
     append_record(path, rec)
     if args.json:   # stdout is exactly one JSON document (json.load works); the RESULT line goes to stderr
@@ -145,7 +169,13 @@ def summary(rec: dict) -> str:
     mem = f"peak {rec['predicted_peak_mem_bytes'] / 2**30:.2f} GiB/rank"
     if rec["status"] != "predicted":
         return f"{head}: {rec['status']}: {rec['error']}"
-    return (f"{head} on {rec['hardware_profile']}: step {rec['step_time_median_s'] * 1e3:.1f} ms = compute "
+    line = (f"{head} on {rec['hardware_profile']}: step {rec['step_time_median_s'] * 1e3:.1f} ms = compute "
             f"{rec['predicted_compute_time_s'] * 1e3:.1f} + optimizer {rec['predicted_optimizer_time_s'] * 1e3:.1f}"
             f" + comm {rec['predicted_comm_time_s'] * 1e3:.1f} ms; {rec['samples_per_s']:.3g} samples/s; {mem}; "
             f"comm {rec['comm_wire_bytes'] / 2**20:.2f} MiB/rank/step")
+    st = rec.get("predicted_stages_s")
+    if st:
+        line += (f"\nwhole pipeline (predicted): text encode {st['text_encode']:.2f} s + denoise {st['denoise']:.2f} s "
+                 f"(the DiT alone, all steps) + VAE decode {st['vae_decode']:.2f} s ({rec['pipeline']['vae_variant']}) "
+                 f"= {rec['predicted_end_to_end_s']:.2f} s per video")
+    return line

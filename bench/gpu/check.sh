@@ -5,7 +5,8 @@
 #                                              so the script cannot rot between GPU sessions)
 # Steps: environment, install dspbench (no deps: the machine's torch stays), GPU-marked tests, the
 # ring's bf16 error by ring size, compute calibration of one STDiT-XL block at T 64, S 4096 bf16
-# fwd+bwd onto the h200-ib datasheet profile, harness runs at world size 1 (every method, NCCL,
+# fwd+bwd onto the h200-ib datasheet profile, the device curve (GEMM/attention rates by size, launch
+# and call costs, the VAE decoder) as a profile, harness runs at world size 1 (every method, NCCL,
 # CUDA events, oracle check), one STDiT-XL training step measured and predicted from the
 # calibrated profile. Each step's log and output land in OUT_DIR; summary.md has the figures.
 # A failed step is reported and the rest still run; the exit code is the number of failed steps.
@@ -40,12 +41,14 @@ if [ "$MODE" = gpu ]; then
   STEP=(--model stdit-xl --frames 16 --spatial 1024 --grad-ckpt)    # 16k tokens, one sample
   RUN=(--model stdit-small --frames 16 --spatial 256)
   RING_SEQ=4096
+  CURVE=(--vae 21x60x104)
 else
   BACKEND=gloo DTYPE=fp32 DEVICE=cpu
   CAL=(--model stdit-tiny --depth 1 --frames 4 --spatial 64 --compute-iters 1 --threads 1)
   STEP=(--model stdit-tiny --frames 4 --spatial 64 --grad-ckpt)
   RUN=(--model stdit-tiny --frames 4 --spatial 16)
   RING_SEQ=256
+  CURVE=(--small --iters 1 --vae 2x4x4)
 fi
 
 # 1. environment: no CUDA on a GPU check is a clear stop, not a pile of failures
@@ -85,6 +88,11 @@ step ring_error 60 "$PY" -m dspbench.micro.ring_error --device "$DEVICE" --dtype
 # 5. compute of one block at paper shapes onto the datasheet profile: a profile the cost model reads
 step calibrate 120 "$PY" -m dspbench.cli calibrate --gpus 1 --backend "$BACKEND" --dtype "$DTYPE" "${CAL[@]}" \
   --base "$BASE" --name "$BASE-calibrated" --output "$DIR/calibrated.toml"
+
+# 5b. the device curve: GEMM and attention rates by size, launch and call costs, the VAE decoder; fitted
+#     onto the datasheet profile as [compute.curve] (bench/cost/curve.py), a profile predict reads
+step curve 150 "$PY" -m dspbench.calibrate.curve --device "$DEVICE" --dtype "$DTYPE" "${CURVE[@]}" \
+  --json "$DIR/curve.json" --profile-out "$DIR/curve.toml" --base "$BASE"
 
 # 6. the harness at world size 1, every method, with the oracle check (unsupported is recorded)
 for m in single dsp ulysses ring megatron_sp usp; do

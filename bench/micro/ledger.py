@@ -16,6 +16,7 @@ import torch
 from dspbench.run.measure import quantile
 from dspbench.methods import build_dims, comm, get_method
 from dspbench.methods.ledger import Ledger
+from dspbench.micro.noise import LoadMonitor, noisy_reasons
 from dspbench.models import Shape, build_model, get_config
 from dspbench.run.ranks import run_ranks
 from dspbench.run.steps import DataStream, make_optimizer, make_step
@@ -66,13 +67,15 @@ def events_per_step(method: str, model: str, frames: int, spatial: int, world: i
 def run(methods, model="stdit-tiny", frames=16, spatial=64, world=4, rounds=15) -> list[dict]:
     rows = []
     for m in methods:
-        t = run_ranks(_rank, world, m, model, frames, spatial, rounds)[0]
+        with LoadMonitor(world, threads_per_rank=1) as mon:
+            t = run_ranks(_rank, world, m, model, frames, spatial, rounds)[0]
         pairs = [on / off - 1 for on, off in zip(t["on"], t["off"])]
         bound = events_per_step(m, model, frames, spatial, world) * record_cost_s()
         rows.append({"method": m, "off_s": statistics.median(t["off"]), "on_s": statistics.median(t["on"]),
                      "bound": bound / statistics.median(t["off"]),
                      "overhead": statistics.median(t["on"]) / statistics.median(t["off"]) - 1,
-                     "paired_p10": quantile(pairs, 0.1), "paired_p90": quantile(pairs, 0.9)})
+                     "paired_p10": quantile(pairs, 0.1), "paired_p90": quantile(pairs, 0.9),
+                     "conditions": mon.conditions(), "noisy": noisy_reasons(mon.conditions())})
     return rows
 
 
@@ -91,11 +94,12 @@ def main(argv=None) -> int:
         print(json.dumps(rows, indent=1))
         return 0
     print(f"ledger on vs off, {a.model} T={a.frames} S={a.spatial}, world {a.world} (gloo), train step; goal <= 2%")
-    print("| method | step off (ms) | step on (ms) | overhead | paired p10..p90 | bound: events x cost/event |")
-    print("|---|---|---|---|---|---|")
+    print("| method | step off (ms) | step on (ms) | overhead | paired p10..p90 | bound: events x cost/event | run |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
+        run_state = "NOISY: " + "; ".join(r["noisy"]) if r["noisy"] else "quiet"
         print(f"| {r['method']} | {r['off_s'] * 1e3:.1f} | {r['on_s'] * 1e3:.1f} | {r['overhead'] * 100:+.2f}% | "
-              f"{r['paired_p10'] * 100:+.1f}%..{r['paired_p90'] * 100:+.1f}% | {r['bound'] * 100:.4f}% |")
+              f"{r['paired_p10'] * 100:+.1f}%..{r['paired_p90'] * 100:+.1f}% | {r['bound'] * 100:.4f}% | {run_state} |")
     print("The bound (ledger events per step x measured cost of one record) holds whatever the noise.")
     return 0
 

@@ -31,6 +31,7 @@ import time
 import torch  # imported before the ranks fork, so no rank pays for it
 
 from dspbench.methods import comm, comm_raw
+from dspbench.micro.noise import LoadMonitor, noisy_reasons, relative_spread
 from dspbench.run.ranks import run_ranks
 
 VARIANTS = ("a", "b", "c", "d")
@@ -173,7 +174,11 @@ def run(world: int = 4, sizes_mib=(4, 16, 64), repeats: int = 9, iters: int = 5,
                frames=frames, hidden=hidden, batch=batch, timeout_s=timeout_s)
     for mib in cfg["sizes_mib"]:
         local_shape(mib * 2**20, world, frames, hidden, batch)  # fail early on bad shapes
-    results = run_ranks(_rank_bench, world, cfg, threads=1, timeout_s=timeout_s)
+    with LoadMonitor(world, threads_per_rank=1) as mon:
+        results = run_ranks(_rank_bench, world, cfg, threads=1, timeout_s=timeout_s)
+    sizes = results[0]["sizes"]
+    noisy = noisy_reasons(mon.conditions(), {f"{k} at {s['payload_mib']:g} MiB": relative_spread(s["ratios"][k])
+                                             for s in sizes for k in GOALS})
     return {
         "world": world, "backend": "gloo", "device": "cpu", "threads_per_rank": 1,
         "dtype": "float32", "frames": frames, "hidden": hidden, "batch": batch,
@@ -183,7 +188,8 @@ def run(world: int = 4, sizes_mib=(4, 16, 64), repeats: int = 9, iters: int = 5,
         "timing": "per op: barrier, perf_counter, op (no trailing barrier); per-iteration max over ranks; "
                   "round value = median over iters; reported median and p10-p90 over rounds; "
                   "ratios paired per round",
-        "sizes": results[0]["sizes"],
+        "sizes": sizes,
+        "conditions": mon.conditions(), "noisy": noisy, "goals_judged": not noisy,
     }
 
 
@@ -215,6 +221,13 @@ def format_table(res: dict) -> str:
         shape = "x".join(map(str, s["local_shape"]))
         lines.append(f"{s['payload_bytes'] / 2**20:8.2f} {shape:>18} {'yes' if s['verify']['a_equals_b'] else 'NO':>5} | "
                      + " | ".join(cells) + " | " + " | ".join(rat))
+    c = res["conditions"]
+    lines.append(f"conditions: load {c['loadavg_1m_before']:.1f} before, {c['loadavg_1m_after']:.1f} after, on "
+                 f"{c['cores']} cores; {c['ranks']} ranks x {c['threads_per_rank']} thread(s); other processes took "
+                 f"{c['competing_cores'] if c['competing_cores'] is not None else 'n/a'} cores on average")
+    if res["noisy"]:
+        lines.append("NOISY, goals not judged: " + "; ".join(res["noisy"]))
+        return "\n".join(lines)
     met = {k: all(s["goals_met"][k] for s in res["sizes"]) for k in GOALS}
     lines.append("goals (median ratio, every size): "
                  + ", ".join(f"{k} <= {g}: {'met' if met[k] else 'MISSED'}" for k, g in GOALS.items()))

@@ -7,13 +7,26 @@ from dataclasses import fields
 from dspbench.records.config import A2A_STYLES, BACKENDS, DTYPES, LAUNCHERS, MODES, ZERO_STAGES, RunConfig
 
 
+def add_model_args(g) -> None:
+    """The model and its token grid: every command that prices or runs a model takes these
+    (`run`, `predict`, `plan`), so a new way to name a model or a size is added here once."""
+    d = RunConfig()
+    g.add_argument("--model", default=d.model,
+                   help="a built-in (<layout>-<size>), a preset (wan2.1-14b, hunyuanvideo, ...) or a model .toml "
+                        "file (see `dspbench models`)")
+    g.add_argument("--model-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a field of the model (repeatable), e.g. --model-set depth=2 --model-set hidden=128")
+    g.add_argument("--frames", type=int, default=None, help=f"T: latent frames after patchify (default {d.frames})")
+    g.add_argument("--spatial", type=int, default=None, help=f"S: tokens per frame after patchify (default {d.spatial})")
+    g.add_argument("--video", default="", metavar="FxHxW",
+                   help="the video size in frames x pixels (e.g. 129x720x1280): T and S through the model's VAE and patch")
+
+
 def add_run_args(p: argparse.ArgumentParser) -> None:
     d = RunConfig()
     g = p.add_argument_group("configuration (part of the run_id)")
     g.add_argument("--method", default=d.method, help="sequence-parallel method (see `dspbench methods`)")
-    g.add_argument("--model", default=d.model, help="model as <layout>-<size> (see `dspbench models`)")
-    g.add_argument("--frames", type=int, default=d.frames, help="T: latent frames after patchify")
-    g.add_argument("--spatial", type=int, default=d.spatial, help="S: tokens per frame after patchify")
+    add_model_args(g)
     g.add_argument("--batch", type=int, default=d.batch, help="micro-batch per data-parallel replica")
     g.add_argument("--gpus", type=int, default=d.gpus, help="world size (ranks)")
     g.add_argument("--sp", default=d.sp, help="sequence-parallel degree, divides --gpus (rest is DP)")
@@ -58,5 +71,23 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 def config_from_args(args) -> RunConfig:
     names = {f.name for f in fields(RunConfig)}
     values = {k: v for k, v in vars(args).items() if k in names}
-    values["sp"] = values["sp"] if values["sp"] == "auto" else int(values["sp"])
+    if "sp" in values:   # `plan` has no --sp: it enumerates the degrees
+        values["sp"] = values["sp"] if values["sp"] == "auto" else int(values["sp"])
+    values.update(model_and_shape(values.get("model", RunConfig.model), getattr(args, "model_set", []),
+                                  values.get("frames"), values.get("spatial"), values.get("video", "")))
     return RunConfig(**values)
+
+
+def model_and_shape(model: str, model_set: list[str], frames, spatial, video: str) -> dict:
+    """The model reference with its --model-set overrides, and T, S: given, from --video through the
+    model's VAE and patch (models/registry.py), or RunConfig's defaults. Both given must agree."""
+    from dspbench.models.registry import video_to_tokens, with_overrides
+    model = with_overrides(model, model_set)
+    out = {"model": model, "frames": frames or RunConfig.frames, "spatial": spatial or RunConfig.spatial}
+    if video:
+        T, S = video_to_tokens(model, video)
+        if (frames and frames != T) or (spatial and spatial != S):
+            raise ValueError(f"--video {video} gives T={T}, S={S} for {model}, but --frames {frames} --spatial {spatial} "
+                             "were given too: pass one or the other")
+        out.update(frames=T, spatial=S, video=video)
+    return out

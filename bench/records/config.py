@@ -23,7 +23,7 @@ IDENTITY_IF_SET = {"a2a": "single", "zero": 0, "cfg": False, "mem_budget_mib": 0
 @dataclass(frozen=True)
 class RunConfig:
     method: str = "dsp"
-    model: str = "stdit-tiny"
+    model: str = "stdit-tiny"  # a built-in, a preset or a model file, with [field=value] overrides (models/registry.py)
     frames: int = 16            # T, latent frames after patchify
     spatial: int = 64           # S, tokens per frame after patchify
     batch: int = 1              # micro-batch per data-parallel replica (global batch = batch * dp)
@@ -51,6 +51,7 @@ class RunConfig:
     timeout_s: float = 600.0    # whole run, local launcher: then status timeout
     threads: int = 0            # torch threads per rank (0: cores // ranks, at least 1)
     inject_fault: str = ""      # tests only: KIND@RANK with KIND in raise|hang|oom|exit|slow
+    video: str = ""             # FRAMESxHEIGHTxWIDTH that frames, spatial came from (--video); not in the run_id
 
     @property
     def dp(self) -> int:
@@ -95,7 +96,8 @@ class RunConfig:
         if why := unknown_method(self.method):
             raise ValueError(why)
         if self.model not in MODELS:
-            raise ValueError(f"unknown model {self.model!r}; known: {', '.join(sorted(MODELS))}")
+            from dspbench.models.registry import resolve
+            resolve(self.model)     # a preset or a model file (with overrides); else a ValueError saying why
 
     def run_id(self) -> str:
         return run_id(self)

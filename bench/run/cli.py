@@ -40,13 +40,42 @@ def summary_line(rec: dict) -> str:
 
 # ---------------------------------------------------------------- models / methods
 def cmd_models(args) -> int:
-    from dspbench.models import MODELS
-    from dspbench.models.params import param_count
-    print(f"{'model':<18} {'layout':<8} {'text':<5} {'depth':>5} {'hidden':>6} {'heads':>5} {'mlp':>6} {'params':>10}")
-    for name, m in MODELS.items():
-        print(f"{name:<18} {m.layout:<8} {m.text_mode:<5} {m.depth:>5} {m.hidden:>6} {m.heads:>5} {m.mlp_hidden:>6} "
-              f"{param_count(m) / 1e6:>9.1f}M")
+    rows = model_rows()
+    if getattr(args, "json", False):
+        print(json.dumps(rows, indent=1))
+        return 0
+    print(f"{'model':<18} {'layout':<7} {'text':<5} {'depth':>5} {'hidden':>6} {'heads':>5} {'params':>9} "
+          f"{'published':>9} {'native video':>13} {'T x S':>11} {'TFLOP/step':>10}")
+    for r in rows:
+        pub = f"{r['published_params'] / 1e9:.2f}B" if r["published_params"] else "-"
+        ts = f"{r['T']} x {r['S']}" if r["T"] else "-"
+        tf = f"{r['flops_per_step'] / 1e12:.0f}" if r["flops_per_step"] else "-"
+        print(f"{r['model']:<18} {r['layout']:<7} {r['text_mode']:<5} {r['depth']:>5} {r['hidden']:>6} {r['heads']:>5} "
+              f"{r['params'] / 1e9:>8.2f}B {pub:>9} {r['video'] or '-':>13} {ts:>11} {tf:>10}")
+    print("presets: models/presets/*.toml (their sources and what the model class simplifies: --json); "
+          "a path to such a file works wherever a model name does")
     return 0
+
+
+def model_rows() -> list[dict]:
+    """Every built-in and preset: parameters (ours, published), native video size, T and S there,
+    forward FLOPs per denoising step there (both CFG passes where the model samples with CFG)."""
+    from dspbench.models import MODELS, Shape
+    from dspbench.models.params import flops_per_sample, param_count
+    from dspbench.models.registry import presets, resolve, video_to_tokens
+    rows = []
+    for name in [*MODELS, *presets()]:
+        e = resolve(name)
+        m, video = e.config, e.sampling.get("video", "")
+        T, S = video_to_tokens(name, video) if video else (None, None)
+        calls = 2 if e.sampling.get("guidance") == "cfg" else 1
+        rows.append({"model": name, "layout": m.layout, "text_mode": m.text_mode, "depth": m.depth,
+                     "hidden": m.hidden, "heads": m.heads, "params": param_count(m),
+                     "published_params": e.published.get("params"), "published_source": e.published.get("source"),
+                     "video": video, "T": T, "S": S,
+                     "flops_per_step": flops_per_sample(m, Shape(1, T, S)) * calls if T else None,
+                     "simplifies": e.notes.get("simplifies"), "file": e.path or None})
+    return rows
 
 
 def cmd_methods(args) -> int:
@@ -75,7 +104,8 @@ def add_demo_args(p):
 
 COMMANDS = {
     "run": ("measure one configuration end to end and append its record", add_run_args, cmd_run),
-    "models": ("list the models with their parameter counts", lambda p: None, cmd_models),
+    "models": ("list the models and presets: parameters (ours, published), native video size, T and S, FLOPs",
+               lambda p: p.add_argument("--json", action="store_true", help="one JSON document on stdout"), cmd_models),
     "methods": ("list the methods (built-in and plugged in) with their constraints", lambda p: None, cmd_methods),
     "demo": ("every method on the tiny model at world size 4 on gloo, as a table", add_demo_args, cmd_demo),
 }

@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import tempfile
+import time
 import traceback
 
 from dspbench.records.build import Outcome
@@ -33,7 +34,8 @@ def threads_per_rank(cfg: RunConfig) -> int:
 
 
 # ---------------------------------------------------------------- local
-def _child(cfg: RunConfig, rank: int, init_method: str, progress: bool, conn) -> None:
+def _child(cfg: RunConfig, rank: int, init_method: str, progress: bool, launched_at: float, conn) -> None:
+    entered = time.time()
     die_with_parent()
     import torch
     torch.set_num_threads(threads_per_rank(cfg))   # first: threaded work before fork can deadlock
@@ -41,7 +43,11 @@ def _child(cfg: RunConfig, rank: int, init_method: str, progress: bool, conn) ->
     from dspbench.run.worker import run_rank
     try:
         comm.init(cfg.backend, rank, cfg.gpus, init_method=init_method, timeout_s=cfg.timeout_s)
-        conn.send(("ok", run_rank(cfg, progress, beat=lambda step: conn.send(("beat", step)))))
+        joined = time.time()
+        metrics = run_rank(cfg, progress, beat=lambda step: conn.send(("beat", step)), joined_s=joined - entered)
+        if metrics is not None:   # rank 0: how long its process took to start (spawn, imports)
+            metrics["phases_s"] = {"start": round(entered - launched_at, 4), **metrics["phases_s"]}
+        conn.send(("ok", metrics))
     except BaseException as e:  # noqa: BLE001 - reported to the launcher, which decides
         conn.send((classify(e), f"rank {rank}: {type(e).__name__}: {e}", traceback.format_exc()))
         conn.close()
@@ -52,11 +58,15 @@ def _child(cfg: RunConfig, rank: int, init_method: str, progress: bool, conn) ->
 
 def launch_local(cfg: RunConfig, progress: bool = False) -> Outcome:
     """Start cfg.gpus ranks here (run/ranks.py) and turn how they ended into one Outcome."""
+    launched = time.time()
     with tempfile.TemporaryDirectory(prefix="dspbench-run-") as tmp:
         init_method = f"file://{tmp}/rendezvous" if cfg.backend == "gloo" else _tcp_init()
         with started(rank_context(cfg.backend), _child, cfg.gpus,
-                     lambda rank: (cfg, rank, init_method, progress)) as (conns, procs):
+                     lambda rank: (cfg, rank, init_method, progress, launched)) as (conns, procs):
             done = supervise(conns, procs, cfg.timeout_s)
+    if done.values and done.values[0] is not None and "phases_s" in done.values[0]:
+        # the launcher's wall time of the whole run: start to the ranks' exit (teardown included)
+        done.values[0]["phases_s"]["ranks_total"] = round(time.time() - launched, 4)
     if done.timed_out and not done.failures:
         return Outcome("timeout", _timeout_message(cfg, set(done.timed_out), done.steps))
     if done.failures:

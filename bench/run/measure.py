@@ -134,3 +134,18 @@ def _status_kib(field: str) -> int:
     except OSError:
         pass
     return 0
+
+
+class PhaseClock:
+    """Wall time of a run's phases on one rank (`phases_s` in the record): where a configuration's
+    seconds go besides its timed steps (process start, rendezvous, oracle, model build, warm-up, the
+    ledger's and the memory probe's extra steps). Host wall clock, unsynchronised: coarse by design."""
+
+    def __init__(self, phases: dict | None = None):
+        self.phases = dict(phases or {})
+        self._t = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.phases[name] = round(now - self._t, 4)
+        self._t = now

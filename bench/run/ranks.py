@@ -30,7 +30,9 @@ def rank_context(backend: str = "gloo"):
     CUDA needs the same: a CUDA context does not survive fork.
     """
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch", "dspbench.run.worker", "dspbench.run.launch"])
+    # torch._dynamo: torch.optim's constructor imports it on first use (1.4 s on 2 cores); preloaded
+    # once here instead of in every training rank of every configuration (docs/metrics.md, phases_s)
+    ctx.set_forkserver_preload(["torch", "torch._dynamo", "dspbench.run.worker", "dspbench.run.launch"])
     return ctx
 
 

@@ -33,17 +33,21 @@ def device_for(cfg: RunConfig) -> torch.device:
     return torch.device("cpu")
 
 
-def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None) -> dict | None:
+def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None,
+             joined_s: float | None = None) -> dict | None:
     """Every rank runs this; rank 0 returns the metrics, the others None.
 
     `beat(step)` is called as each step starts, so a launcher can tell which rank stalled.
+    `joined_s`: how long this rank took to join the process group (the rendezvous), for `phases_s`.
     """
+    clock = measure.PhaseClock({"rendezvous": joined_s} if joined_s is not None else {})
     device, dtype = device_for(cfg), TORCH_DTYPES[cfg.dtype]
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
     shape, spec = Shape(cfg.batch, cfg.frames, cfg.spatial), get_method(cfg.method)
     comm.set_a2a_style(cfg.a2a)   # before the oracle: it checks the transfer the run times
     dims = build_dims(int(cfg.sp), cfg.shard)
     oracle = _oracle(cfg, spec, mcfg, shape, dims, device, dtype) if cfg.check else None
+    clock.lap("oracle")
     if cfg.zero:   # import DeepSpeed before the baseline: its modules are not the run's memory
         init_deepspeed_comm()
     measure.reset_peak_memory(device)
@@ -56,12 +60,14 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None) -> 
     optimizer = make_optimizer(model, cfg.dtype) if cfg.mode == "train" and not engine else None
     step = make_step(cfg.mode, model, dims, optimizer, cfg.sample_steps, mcfg.in_channels, engine, cfg.cfg)
     data = DataStream(mcfg, cfg, comm.rank(dims.dp_group), cfg.warmup + cfg.iters + 2, device, dtype)
+    clock.lap("build")
 
     bar = Progress(cfg.warmup + cfg.iters, enabled=progress and comm.world_rank() == 0)
     losses = []
     for i in bar.phase("warm-up", range(cfg.warmup)):
         beat(i)
         losses.append(step(data[i]))
+    clock.lap("warmup")
     inject_fault(cfg.inject_fault)
     peak_reset = measure.reset_peak_memory(device)   # the timed steps' peak, not the warm-up's
     times = []
@@ -74,14 +80,21 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None) -> 
         losses.append(loss)
         bar.show_step_time(timer.elapsed)
     bar.close()
+    clock.lap("timed")
     # A separate instrumented step: bytes and per-op times (a barrier before each op perturbs it).
     beat(cfg.warmup + cfg.iters)
     with Ledger(timed=True) as led:
         step(data[cfg.warmup + cfg.iters])
+    clock.lap("ledger_step")
     mem = _live_peak(step, data[cfg.warmup + cfg.iters + 1], device, beat, cfg.warmup + cfg.iters + 1)
+    clock.lap("memory_step")
     # CPU: the live peak over the heap's live bytes before the model; the resident peak over the RSS then
     mem.update(base=base_live if mem["rss"] is not None else base_mem, base_rss=base_mem, reset=peak_reset)
-    return _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, mem)
+    metrics = _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, mem)
+    clock.lap("collect")
+    if metrics is not None:
+        metrics["phases_s"] = clock.phases
+    return metrics
 
 
 def _live_peak(step, batch, device, beat, index: int) -> dict:

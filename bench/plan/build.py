@@ -1,0 +1,52 @@
+"""A request -> the plan document: candidates enumerated (axes.py), priced (price.py), ranked
+(rank.py). The document is what `--json` prints and `--report` renders; every number is predicted."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dspbench.cost.hardware import Profile
+from dspbench.plan.axes import Request, candidates
+from dspbench.plan.price import LATENCY_MODES, Pricer, price
+from dspbench.plan.rank import best_per_method, public, pruned_summary, rank, runner_up, verdict
+
+
+def check_request(request: Request, profile: Profile) -> None:
+    """Errors in the request itself (exit 2 before anything is priced)."""
+    base = request.base
+    base.validate()
+    for m in request.methods:
+        replace(base, method=m).validate_names()
+    g = profile.gpus_per_node
+    if base.gpus > g and base.gpus % g:
+        raise ValueError(f"--gpus {base.gpus} is not a whole number of {profile.name}'s nodes of {g} GPUs")
+
+
+def plan(request: Request, profile: Profile) -> dict:
+    """The plan document; a ValueError naming each method's reasons when no candidate fits."""
+    check_request(request, profile)
+    pricer = Pricer.of(profile)
+    priced = [price(c, pricer) for c in candidates(request)]
+    ranked = rank([p for p in priced if p["status"] == "ranked"])
+    pruned = [p for p in priced if p["status"] != "ranked"]
+    reasons = pruned_summary(pruned, request.methods)
+    if not ranked:
+        raise ValueError(f"nothing fits {_workload(request.base)} on {request.base.gpus} x {profile.name}:\n"
+                         + "\n".join(f"  {m}: " + "; ".join(rs) for m, rs in reasons.items()))
+    base = request.base
+    return {"source": "predicted", "generated_by": "dspbench plan", "workload": _workload(base),
+            "request": {"model": base.model, "frames": base.frames, "spatial": base.spatial, "mode": base.mode,
+                        "gpus": base.gpus, "batch": base.batch, "dtype": base.dtype, "backend": base.backend,
+                        "cfg": base.cfg, "sample_steps": base.sample_steps, "mem_budget_mib": base.mem_budget_mib,
+                        "methods": list(request.methods)},
+            "hardware": profile.name, "profile_kind": profile.kind, "gpus_per_node": profile.gpus_per_node,
+            "metric": "seconds per video" if base.mode in LATENCY_MODES else "samples/s",
+            "interval_source": pricer.interval_source,
+            "candidates": len(priced), "verdict": verdict(ranked), "lead": runner_up(ranked),
+            "rows": [public(r) for r in ranked],
+            "best_per_method": {m: r["rank"] for m, r in best_per_method(ranked).items()},
+            "pruned": [public(p) for p in pruned], "pruned_reasons": reasons}
+
+
+def _workload(base) -> str:
+    tail = f", {base.sample_steps} steps{', CFG' if base.cfg else ''}" if base.mode == "sample" else ""
+    return f"{base.model} T={base.frames} S={base.spatial} {base.mode} {base.dtype} batch {base.batch}{tail}"

@@ -1,0 +1,104 @@
+"""A plan against its measurement: the plan document (`plan --json` or `--report`'s plan.json) and
+the records of the sweep it emitted, matched by run_id. Per shape: plan's top choice among the
+measured rows, the measured fastest, the measured gap between them, and Kendall's tau between
+the predicted and the measured order.
+    python -m dspbench.plan.check PLAN.json RESULTS_DIR [--md OUT.md]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from dspbench.records.config import RunConfig
+from dspbench.records.io import read_dir
+
+LATENCY = "seconds per video"
+
+
+def kendall_tau(predicted: list[float], measured: list[float]) -> float | None:
+    """tau-a over every pair: (concordant - discordant) / pairs; a tie in either counts as neither."""
+    n = len(predicted)
+    pairs = n * (n - 1) // 2
+    if pairs == 0:
+        return None
+    s = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            a, b = predicted[i] - predicted[j], measured[i] - measured[j]
+            s += (a * b > 0) - (a * b < 0)
+    return s / pairs
+
+
+def measured_score(rec: dict, metric: str) -> float:
+    """The plan's score measured: samples/s, or 1 / step time (seconds per video)."""
+    return 1 / rec["step_time_median_s"] if metric == LATENCY else rec["samples_per_s"]
+
+
+def compare(doc: dict, records: list[dict]) -> dict:
+    by_id = {}
+    for rec in records:
+        if rec.get("status") == "ok" and rec.get("source", "measured") == "measured":
+            by_id.setdefault(rec["run_id"], []).append(rec)
+    rows = []
+    for r in doc["rows"]:
+        recs = by_id.get(RunConfig(**r["config"]).run_id())
+        if recs:
+            scores = sorted(measured_score(x, doc["metric"]) for x in recs)
+            rows.append({"rank": r["rank"], "config": _describe(r), "predicted": r["score"],
+                         "predicted_low": r["score_low"], "predicted_high": r["score_high"],
+                         "measured": scores[len(scores) // 2], "repeats": len(scores)})
+    if not rows:
+        return {"rows": [], "note": "no measured record matches a ranked row"}
+    top = rows[0]
+    fastest = max(rows, key=lambda x: x["measured"])
+    return {"rows": rows, "top": top["config"], "fastest": fastest["config"],
+            "gap": fastest["measured"] / top["measured"] - 1,
+            "kendall_tau": kendall_tau([x["predicted"] for x in rows], [x["measured"] for x in rows]),
+            "metric": doc["metric"], "measured": len(rows), "ranked": len(doc["rows"])}
+
+
+def _describe(r: dict) -> str:
+    from dspbench.plan.rank import describe
+    return describe(r) + (f", shard {r['shard'][0]}" if r["sp"] > 1 and len(r["shard"]) > 1 else "")
+
+
+def markdown(doc: dict, result: dict) -> str:
+    unit = "samples/s" if doc["metric"] != LATENCY else "1/s (1 / latency)"
+    out = [f"## {doc['workload']} on {doc['request']['gpus']} x {doc['hardware']}", "",
+           f"`{doc.get('command', '')}`", "", f"predicted verdict: {doc['verdict']}", ""]
+    if not result["rows"]:
+        return "\n".join(out + [result["note"]]) + "\n"
+    out += [f"plan's top choice (measured rows): {result['top']}; measured fastest: {result['fastest']}; "
+            f"measured gap {result['gap']:+.1%}; Kendall's tau {_tau(result['kendall_tau'])} "
+            f"over {result['measured']} measured of {result['ranked']} ranked", "",
+            f"| plan rank | configuration | predicted {unit} [interval] | measured {unit} (median) | pred/meas |",
+            "|---|---|---|---|---|"]
+    out += [f"| {x['rank']} | {x['config']} | {x['predicted']:.3g} "
+            f"[{x['predicted_low']:.3g}-{x['predicted_high']:.3g}] | "
+            f"{x['measured']:.3g} (n={x['repeats']}) | {x['predicted'] / x['measured']:.2f} |" for x in result["rows"]]
+    return "\n".join(out) + "\n"
+
+
+def _tau(t: float | None) -> str:
+    return "-" if t is None else f"{t:.2f}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("plan", type=Path, help="the plan document (plan --json > FILE, or --report's plan.json)")
+    ap.add_argument("results", type=Path, help="the emitted sweep's results folder")
+    ap.add_argument("--md", type=Path, default=None, help="also write the comparison as markdown here")
+    a = ap.parse_args(argv)
+    doc = json.loads(a.plan.read_text())
+    records, _ = read_dir(a.results)
+    result = compare(doc, records)
+    text = markdown(doc, result)
+    print(text, end="")
+    if a.md:
+        a.md.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

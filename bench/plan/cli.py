@@ -1,0 +1,58 @@
+"""`dspbench plan`: which method, SP degree, DP, checkpointing and ZeRO stage for this model on this
+cluster, ranked by the cost model with intervals. Its handler imports the plan lazily."""
+from __future__ import annotations
+
+import argparse
+
+from dspbench.records.args import add_model_args
+from dspbench.records.config import DTYPES, MODES, RunConfig
+
+
+def add_plan_args(p: argparse.ArgumentParser) -> None:
+    d = RunConfig()
+    g = p.add_argument_group("workload (the model flags of `run`)")
+    add_model_args(g)
+    g.add_argument("--mode", choices=MODES, default=d.mode,
+                   help="train: samples/s; sample (and infer): seconds per video")
+    g.add_argument("--gpus", type=int, required=True, help="GPUs (ranks) of the cluster to plan for")
+    g.add_argument("--batch-per-gpu", type=int, default=d.batch, dest="batch",
+                   help="samples per data-parallel replica per step (RunConfig.batch; a replica is SP GPUs)")
+    g.add_argument("--dtype", choices=DTYPES, default=None,
+                   help="model dtype (None: bf16 on a GPU profile, else fp32)")
+    g.add_argument("--backend", choices=("gloo", "nccl"), default=None,
+                   help="None: nccl on a GPU profile, else gloo")
+    g.add_argument("--sample-steps", type=int, default=d.sample_steps, help="model calls per video (sample mode)")
+    g.add_argument("--cfg", action="store_true",
+                   help="sample mode: classifier-free guidance (the workload, not a setting)")
+    g.add_argument("--shard", choices=("T", "S", "H", "W"), default=d.shard,
+                   help="the sequence dim embedded methods shard first (the model's other dims are tried too)")
+    g.add_argument("--mem-budget-mib", type=int, default=d.mem_budget_mib,
+                   help="emulated memory per rank, MiB (CPU clusters; 0: the profile's device memory)")
+    h = p.add_argument_group("plan")
+    h.add_argument("--hardware", required=True,
+                   help="hardware profile (bench/cost/profiles/*.toml or a calibrated .toml)")
+    h.add_argument("--methods", default="all", help="all, or a comma-separated list of methods")
+    h.add_argument("--top", type=int, default=10,
+                   help="rows shown, and measured by --emit-sweep (with each method's best)")
+    h.add_argument("--what-if", action="append", default=[], metavar="KEY=VALUE",
+                   help="change a profile field, e.g. link.inter=25GB/s, compute.efficiency=0.5 (repeatable)")
+    h.add_argument("--what-if-grid", action="append", default=[], metavar="KEY=V1,V2,...",
+                   help="plan at each value (repeatable: the product) and print the crossover table")
+    o = p.add_argument_group("output (written only when the plan succeeds)")
+    o.add_argument("--json", action="store_true", help="print the plan as one JSON document on stdout")
+    o.add_argument("--emit-sweep", default=None, metavar="FILE.toml",
+                   help="write a sweep spec measuring the top K and each method's best")
+    o.add_argument("--cluster", default="local", help="the emitted sweep's cluster profile (slurm/clusters/)")
+    o.add_argument("--report", default=None, metavar="DIR",
+                   help="write plan.json and render the report (table, frontier and crossover figures) in DIR")
+
+
+def cmd_plan(args) -> int:
+    from dspbench.plan.command import run
+    return run(args)
+
+
+COMMANDS = {
+    "plan": ("rank every method x SP x DP x checkpointing x ZeRO for a model on a cluster (cost model, with intervals)",
+             add_plan_args, cmd_plan),
+}

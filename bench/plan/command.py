@@ -1,0 +1,128 @@
+"""`dspbench plan` (arguments: bench/plan/cli.py): request -> plan -> what-if comparison and
+crossover table -> sweep spec, report, JSON or text. Everything is computed before anything is
+written, so a request that fails writes nothing."""
+from __future__ import annotations
+
+import itertools
+import json
+import shlex
+
+from dspbench.cost.hardware import Profile, load_profile
+from dspbench.plan import whatif
+from dspbench.plan.axes import Request, all_methods
+from dspbench.plan.build import plan
+from dspbench.plan.rank import describe
+from dspbench.plan.text import render
+from dspbench.records.args import config_from_args
+
+
+def request_of(args, profile: Profile) -> Request:
+    gpu = not profile.device.lower().startswith("cpu")
+    args.dtype = args.dtype or ("bf16" if gpu else "fp32")
+    args.backend = args.backend or ("nccl" if gpu else "gloo")
+    if args.top < 1:
+        raise ValueError(f"--top must be >= 1, got {args.top}")
+    methods = all_methods() if args.methods == "all" else tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    if not methods:
+        raise ValueError("--methods: give all or a comma-separated list of methods")
+    return Request(config_from_args(args), methods)
+
+
+def grid_points(specs: list[str]) -> list[list[tuple[str, float]]]:
+    """--what-if-grid KEY=V1,V2 (repeatable) -> every combination as a list of edits."""
+    axes = []
+    for spec in specs:
+        key, sep, values = spec.partition("=")
+        if not sep or not values:
+            raise ValueError(f"--what-if-grid {spec!r}: expected KEY=V1,V2,...")
+        axes.append([whatif.parse(f"{key}={v}") for v in values.split(",")])
+    return [list(p) for p in itertools.product(*axes)] if axes else []
+
+
+def crossover(request: Request, profile: Profile, fixed: list, points: list) -> list[dict]:
+    """Per grid point: the winner and its lead over the best other method, each method's best score."""
+    out = []
+    for edits in points:
+        row = {"what_if": {k: v for k, v in edits}}
+        try:
+            doc = plan(request, whatif.apply(profile, fixed + edits))
+        except ValueError as e:
+            out.append({**row, "winner": None, "verdict": str(e).splitlines()[0]})
+            continue
+        rows = doc["rows"]
+        out.append({**row, "winner": rows[0]["method"], "winner_config": describe(rows[0]),
+                    "score": rows[0]["score"], "verdict": doc["verdict"],
+                    "best": {m: rows[i - 1]["score"] for m, i in doc["best_per_method"].items()}})
+    return out
+
+
+def compare(doc: dict, base: dict | None, edits: list) -> dict:
+    """What the what-if edits changed: the top choice before and after."""
+    now = describe(doc["rows"][0])
+    was = describe(base["rows"][0]) if base else None
+    return {"edits": {k: v for k, v in edits}, "top": now, "top_as_profiled": was,
+            "verdict_as_profiled": base["verdict"] if base else "nothing fits as profiled",
+            "flipped": now != was}
+
+
+def command_line(args) -> str:
+    cfg = config_from_args(args)    # the model with its --model-set overrides, T and S resolved (--video too)
+    parts = ["dspbench", "plan", "--model", cfg.model, "--frames", str(cfg.frames), "--spatial", str(cfg.spatial),
+             "--mode", args.mode, "--gpus", str(args.gpus), "--hardware", args.hardware, "--methods", args.methods,
+             "--top", str(args.top)]
+    for w in args.what_if:
+        parts += ["--what-if", w]
+    return shlex.join(parts)
+
+
+def run(args) -> int:
+    base_profile = load_profile(args.hardware)
+    edits = [whatif.parse(w) for w in args.what_if]
+    profile = whatif.apply(base_profile, edits)
+    request = request_of(args, profile)
+    points = grid_points(args.what_if_grid)
+    doc = plan(request, profile)
+    if edits:
+        try:
+            base = plan(request, base_profile)
+        except ValueError:
+            base = None
+        doc["what_if"] = compare(doc, base, edits)
+    if points:
+        doc["crossover"] = crossover(request, base_profile, edits, points)
+    if args.report:
+        from dspbench.plan.explore import explore
+        doc["explore"] = explore(request, profile)
+    doc["command"] = command_line(args)
+    if args.emit_sweep:
+        from dspbench.plan.emit import sweep_text, write_sweep
+        write_sweep(args.emit_sweep, sweep_text(doc, args.top, args.cluster, doc["command"]))
+    if args.report:
+        from dspbench.plan.report import write_report
+        write_report(doc, args.report)
+    if args.json:
+        print(json.dumps(doc, sort_keys=True, default=str))
+        return 0
+    print(render(doc, args.top))
+    for line in extra_lines(doc, args):
+        print(line)
+    return 0
+
+
+def extra_lines(doc: dict, args) -> list[str]:
+    out = []
+    if "what_if" in doc:
+        w = doc["what_if"]
+        out += ["", f"what-if {whatif.label(list(w['edits'].items()))}: top choice {w['top']}"
+                + (f" (as profiled: {w['top_as_profiled']})" if w["flipped"] else " (unchanged)"),
+                f"  as profiled: {w['verdict_as_profiled']}"]
+    if "crossover" in doc:
+        keys = " | ".join(doc["crossover"][0]["what_if"])
+        out += ["", "crossover (--what-if-grid):", f"  {keys} | winner | verdict"]
+        out += ["  " + " | ".join(f"{v:g}" for v in r["what_if"].values()) + f" | {r['winner'] or '-'} | {r['verdict']}"
+                for r in doc["crossover"]]
+    if args.emit_sweep:
+        out.append(f"\nsweep written: {args.emit_sweep} (dspbench sweep {args.emit_sweep} --dry-run)")
+    if args.report:
+        out.append(f"report written: {args.report}/index.md")
+    return out

@@ -1,0 +1,53 @@
+"""The plan as text: the verdict, the ranked table (top K), each method's best, what was pruned."""
+from __future__ import annotations
+
+GIB = 2**30
+
+
+def num(x: float) -> str:
+    """Three significant digits, trailing zeros kept (1.70), no exponent or bare point (183)."""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:#.3g}"
+
+
+def _score(r: dict, doc: dict) -> str:
+    if doc["metric"] == "samples/s":
+        return f"{num(r['score'])} [{num(r['score_low'])}-{num(r['score_high'])}]"
+    return f"{num(r['step_time_s'])} [{num(r['step_time_low_s'])}-{num(r['step_time_high_s'])}]"
+
+
+def _variants(r: dict) -> str:
+    return f"{'|'.join(r['shard'])} {'|'.join(r['a2a'])}"
+
+
+def row_line(r: dict, doc: dict) -> str:
+    scale = GIB if r["usable_bytes"] >= GIB else 2**20     # emulated budgets are MiB
+    mem = f"{r['peak_mem_bytes'] / scale:.1f}/{r['usable_bytes'] / scale:.1f}" + ("" if scale == GIB else " MiB")
+    return (f"{r['rank']:>4} {r['method']:<18} {r['sp']:>3} {r['dp']:>3} {'yes' if r['grad_ckpt'] else 'no':>4} "
+            f"{r['zero']:>4}  {_score(r, doc):<26} {mem:>12} {r['comm_share']:>6.0%} "
+            f"{r['exposed_comm_s'] * 1e3:>10.1f}  {'tie' if r['tie'] else '':<3}  {_variants(r)}")
+
+
+def header(doc: dict) -> str:
+    metric = "samples/s [interval]" if doc["metric"] == "samples/s" else "s/video [interval]"
+    return (f"{'rank':>4} {'method':<18} {'sp':>3} {'dp':>3} {'ckpt':>4} {'zero':>4}  {metric:<26} "
+            f"{'GiB/rank':>12} {'comm':>6} {'exposed ms':>10}  {'':<3}  shard a2a")
+
+
+def render(doc: dict, top: int) -> str:
+    rows = doc["rows"]
+    lines = [f"plan: {doc['workload']} on {doc['request']['gpus']} x {doc['hardware']} "
+             f"({doc['gpus_per_node']} per node); every number is predicted (cost model)",
+             f"interval: {doc['interval_source']}",
+             f"verdict: {doc['verdict']}", "",
+             f"ranked {len(rows)} of {doc['candidates']} candidates (top {min(top, len(rows))}; "
+             "tie: its interval overlaps the best's; GiB/rank: predicted peak / usable; comm: share of the step):",
+             header(doc)]
+    lines += [row_line(r, doc) for r in rows[:top]]
+    lines += ["", "best per method:", header(doc)]
+    lines += [row_line(rows[i - 1], doc) for i in doc["best_per_method"].values()]
+    lines += ["", f"pruned {len(doc['pruned'])} candidates:"]
+    for m, reasons in doc["pruned_reasons"].items():
+        lines += [f"  {m}: {why}" for why in reasons]
+    for extra in doc.get("notes", []):
+        lines.append(extra)
+    return "\n".join(lines)

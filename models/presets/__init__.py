@@ -1,0 +1,1 @@
+"""Presets of public video DiTs: one TOML file each (models/registry.py reads them)."""

@@ -1,0 +1,228 @@
+"""Where a model name leads: a built-in name, a preset of a public video DiT, or a TOML file, each with
+optional field overrides; and a video size in frames x pixels converted to the model's T and S.
+
+A model reference is one string, so it travels unchanged through RunConfig, run_ids, sweep specs and
+the rank command lines:
+    stdit-xl                          a built-in (models/config.py MODELS)
+    wan2.1-14b                        a preset (models/presets/<name>.toml, shipped in the package)
+    path/to/my_dit.toml               a file of the same form
+    hunyuanvideo[depth=2,hidden=64]   any of these with fields overridden (`--model-set key=value`)
+
+A model file's tables: [model] the ModelConfig fields; [vae] its compression (time, height, width;
+causal: 1 + (F - 1) / time latent frames); [published] params and source; [sampling] video
+("FxHxW"), steps, guidance (cfg | distilled), text_encoder; [notes] simplifies. Unknown tables or
+fields, missing ones and bad values are ValueErrors naming the file and the field (exit 2).
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
+from pathlib import Path
+
+from dspbench.models.config import MODELS, ModelConfig
+
+PRESET_DIR = Path(__file__).parent / "presets"
+_TABLES = {"model", "vae", "published", "sampling", "notes"}
+_REQUIRED = {"model": {"layout", "depth", "hidden", "heads"}, "vae": {"time", "height", "width", "causal"},
+             "published": {"params", "source"}}
+_ALLOWED = {"vae": {"time", "height", "width", "causal"}, "published": {"params", "source"},
+            "sampling": {"video", "steps", "guidance", "text_encoder"}, "notes": {"simplifies"}}
+
+
+@dataclass(frozen=True)
+class VAE:
+    time: int = 1
+    height: int = 8
+    width: int = 8
+    causal: bool = False
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """A model and what its file says about it (built-ins: the config alone)."""
+    name: str
+    config: ModelConfig
+    vae: VAE = field(default_factory=VAE)
+    published: dict = field(default_factory=dict)
+    sampling: dict = field(default_factory=dict)
+    notes: dict = field(default_factory=dict)
+    path: str = ""
+
+
+def get_config(name: str, **overrides) -> ModelConfig:
+    """A built-in by name, or a preset, a model file, either with [field=value] overrides; unknown
+    names are a KeyError naming what is known."""
+    try:
+        cfg = MODELS[name] if name in MODELS else resolve(name).config
+    except ValueError as e:
+        raise KeyError(str(e)) from None
+    cfg = cfg.with_(**overrides)
+    cfg.validate()
+    return cfg
+
+
+def presets() -> list[str]:
+    return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
+
+
+def split_overrides(ref: str) -> tuple[str, dict]:
+    """'name[k=v,k2=v2]' -> ('name', {k: v}); values parsed as TOML scalars."""
+    if not ref.endswith("]") or "[" not in ref:
+        return ref, {}
+    base, inner = ref[:-1].split("[", 1)
+    out = {}
+    for item in filter(None, inner.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"model override {item!r} in {ref!r}: expected key=value")
+        out[key.strip()] = _scalar(value.strip(), f"{ref}: {key}")
+    return base, out
+
+
+def _scalar(text: str, where: str):
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        if text.replace("-", "").replace("_", "").replace(".", "").isalnum():
+            return text            # a bare word: a string (layout = full3d)
+        raise ValueError(f"{where}: {text!r} is not a number, true/false, a word or a [list]") from None
+
+
+def with_overrides(ref: str, settings: list[str]) -> str:
+    """The reference for `--model ref --model-set k=v ...`: 'ref[k=v,...]' (validated by resolving it)."""
+    if not settings:
+        return ref
+    pairs = []
+    for s in settings:
+        key, sep, value = s.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--model-set {s!r}: expected key=value")
+        pairs.append(f"{key.strip()}={value.strip()}")
+    base, old = split_overrides(ref)
+    merged = {**old, **dict(p.split("=", 1) for p in pairs)}
+    out = f"{base}[{','.join(f'{k}={v}' for k, v in merged.items())}]"
+    resolve(out)
+    return out
+
+
+@lru_cache(maxsize=256)
+def resolve(ref: str) -> ModelEntry:
+    """The model a reference names (see the module docstring), overrides applied and validated."""
+    base, overrides = split_overrides(ref)
+    if base in MODELS:
+        entry = ModelEntry(base, MODELS[base])
+    elif base in presets():
+        entry = load_file(PRESET_DIR / f"{base}.toml", base)
+    elif base.endswith(".toml"):
+        if not Path(base).is_file():
+            raise ValueError(f"model file {base!r} does not exist")
+        entry = load_file(Path(base), base)
+    else:
+        raise ValueError(f"unknown model {base!r}; known: {', '.join(sorted(MODELS) + presets())}, "
+                         "or a path to a .toml model file")
+    if overrides:
+        entry = ModelEntry(ref, _config(entry.config, overrides, ref), entry.vae, entry.published,
+                           entry.sampling, entry.notes, entry.path)
+    return entry
+
+
+def _config(base: ModelConfig, values: dict, where: str) -> ModelConfig:
+    known = {f.name for f in fields(ModelConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown model field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
+    values = dict(values)
+    if "patch" in values:
+        values["patch"] = tuple(values["patch"])
+    for k, v in values.items():
+        want = type(getattr(base, k))
+        if want is float and isinstance(v, int) and not isinstance(v, bool):
+            values[k] = float(v)
+        elif not isinstance(values[k], want) or (want is int and isinstance(v, bool)):
+            raise ValueError(f"{where}: field {k} = {v!r} must be {want.__name__}")
+    cfg = base.with_(**values)
+    try:
+        cfg.validate()
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+    for k in ("depth", "hidden", "heads", "in_channels", "text_len", "caption_channels"):
+        if getattr(cfg, k) < 1:
+            raise ValueError(f"{where}: field {k} must be >= 1, got {getattr(cfg, k)}")
+    return cfg
+
+
+def load_file(path: Path, name: str) -> ModelEntry:
+    where = str(path)
+    try:
+        d = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{where}: not valid TOML: {e}") from None
+    unknown = sorted(set(d) - _TABLES)
+    if unknown:
+        raise ValueError(f"{where}: unknown table(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_TABLES))}")
+    for table, need in _REQUIRED.items():
+        missing = sorted(need - set(d.get(table, {})))
+        if missing:
+            raise ValueError(f"{where}: [{table}] is missing {', '.join(missing)}")
+    for table, allowed in _ALLOWED.items():
+        extra = sorted(set(d.get(table, {})) - allowed)
+        if extra:
+            raise ValueError(f"{where}: [{table}] unknown field(s) {', '.join(extra)}; allowed: {', '.join(sorted(allowed))}")
+    cfg = _config(ModelConfig(), d["model"], f"{where}: [model]")
+    v = d["vae"]
+    for k in ("time", "height", "width"):
+        if not isinstance(v[k], int) or isinstance(v[k], bool) or v[k] < 1:
+            raise ValueError(f"{where}: [vae] {k} must be an integer >= 1, got {v[k]!r}")
+    if not isinstance(v["causal"], bool):
+        raise ValueError(f"{where}: [vae] causal must be true or false, got {v['causal']!r}")
+    pub = d["published"]
+    if not isinstance(pub["params"], (int, float)) or pub["params"] <= 0 or not str(pub["source"]).strip():
+        raise ValueError(f"{where}: [published] needs params > 0 and a non-empty source")
+    samp = d.get("sampling", {})
+    if "video" in samp:
+        parse_video(samp["video"])
+    if samp.get("guidance", "cfg") not in ("cfg", "distilled"):
+        raise ValueError(f"{where}: [sampling] guidance must be cfg or distilled, got {samp['guidance']!r}")
+    return ModelEntry(name, cfg, VAE(**v), dict(pub), dict(samp), dict(d.get("notes", {})), where)
+
+
+# ---------------------------------------------------------------- sizes in pixels
+def parse_video(text: str) -> tuple[int, int, int]:
+    """'129x720x1280' -> (129, 720, 1280): frames x height x width."""
+    parts = str(text).lower().split("x")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise ValueError(f"video size {text!r}: expected FRAMESxHEIGHTxWIDTH, e.g. 129x720x1280")
+    return tuple(int(p) for p in parts)
+
+
+def video_to_tokens(ref: str, video: str) -> tuple[int, int]:
+    """(T, S) of a video through the model's VAE and patch; a size that does not convert exactly is a
+    ValueError naming the nearest sizes that do."""
+    entry = resolve(ref)
+    F, H, W = parse_video(video)
+    vae, (pt, ph, pw) = entry.vae, entry.config.patch
+    frames_ok = (F - 1) % vae.time == 0 if vae.causal else F % vae.time == 0
+    sh, sw = vae.height * ph, vae.width * pw
+    if not frames_ok or H % sh or W % sw:
+        raise ValueError(f"{entry.name}: video {video} does not convert exactly (VAE {vae.time}x{vae.height}x"
+                         f"{vae.width}{' causal' if vae.causal else ''}, patch {pt}x{ph}x{pw}); nearest: "
+                         f"{_nearest(F, vae.time, vae.causal)}x{_round(H, sh)}x{_round(W, sw)}")
+    latent_t = 1 + (F - 1) // vae.time if vae.causal else F // vae.time
+    if latent_t % pt:
+        raise ValueError(f"{entry.name}: {latent_t} latent frames do not divide by the temporal patch {pt}")
+    return latent_t // pt, (H // sh) * (W // sw)
+
+
+def _round(x: int, step: int) -> str:
+    lo, hi = max(step, x // step * step), -(-x // step) * step
+    return str(lo) if lo == hi else f"{{{lo},{hi}}}"
+
+
+def _nearest(F: int, t: int, causal: bool) -> str:
+    if causal:
+        lo = 1 + max(0, (F - 1) // t) * t
+        hi = 1 + -(-(F - 1) // t) * t
+    else:
+        lo, hi = max(t, F // t * t), -(-F // t) * t
+    return str(lo) if lo == hi else f"{{{lo},{hi}}}"

@@ -1,0 +1,45 @@
+"""Sample-mode predictions price the whole pipeline (bench/cost/pipeline.py): text encoding, the
+denoising steps, the VAE decode, each a stage in the record, their sum the end-to-end time; the
+DiT-only step time stays in step_time_median_s."""
+import json
+
+import pytest
+
+from dspbench.cli import main
+from dspbench.cost.hardware import load_profile
+from dspbench.cost.predict import predicted_record
+from dspbench.records.config import RunConfig
+
+WAN = dict(method="ulysses", model="full3d-1.3b", frames=24, spatial=1560, gpus=4, sp=4, mode="sample",
+           dtype="bf16", sample_steps=50, cfg=True)
+
+
+def test_stages_sum_to_the_end_to_end_time_and_denoise_is_the_dit_alone():
+    rec = predicted_record(RunConfig(**WAN), load_profile("h100-ib"))
+    st = rec["predicted_stages_s"]
+    assert set(st) == {"text_encode", "denoise", "vae_decode"} and all(v > 0 for v in st.values())
+    assert rec["predicted_end_to_end_s"] == pytest.approx(sum(st.values()))
+    assert st["denoise"] == rec["step_time_median_s"]
+    assert rec["pipeline"]["text_encoder"] == "umt5-xxl" and rec["pipeline"]["latents"][0] == 24
+    assert rec["pipeline"]["flops"]["text_encode"] == 2 * 5.7e9 * 512 * 2       # CFG: two prompts
+
+
+def test_vae_variants():
+    prof = load_profile("h200-ib-curve")
+    one = predicted_record(RunConfig(**WAN), prof)["predicted_stages_s"]["vae_decode"]
+    tiled = predicted_record(RunConfig(**WAN), prof, vae="tiled")["predicted_stages_s"]["vae_decode"]
+    par = predicted_record(RunConfig(**WAN), prof, vae="patch_parallel")["predicted_stages_s"]["vae_decode"]
+    assert tiled > one and par == pytest.approx(one / 4)
+
+
+def test_train_records_have_no_stages_and_the_cli_prints_them(tmp_path, capsys):
+    assert predicted_record(RunConfig(**{**WAN, "mode": "train", "cfg": False}), load_profile("h100-ib"))["predicted_stages_s"] is None
+    args = ["predict", "--hardware", "h100-ib", "--records-file", str(tmp_path / "p.jsonl"), "--json"]
+    for k, v in WAN.items():
+        args += [f"--{k.replace('_', '-')}"] + ([] if v is True else [str(v)])
+    assert main(args) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["predicted_end_to_end_s"] > rec["step_time_median_s"]
+    with pytest.raises(SystemExit) as e:
+        main(args + ["--vae", "nope"])
+    assert e.value.code == 2 and not (tmp_path / "q.jsonl").exists()

@@ -1,0 +1,216 @@
+"""`dspbench plan`: candidates from every axis that check() accepts, priced by predict's own model,
+ranked with intervals and ties; what-if edits; the emitted sweep as `dspbench sweep` reads it;
+impossible requests exit 2 and write nothing."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from dspbench.cli import main
+from dspbench.cost.hardware import load_profile
+from dspbench.cost.model import predict
+from dspbench.cost.predict import predicted_record
+from dspbench.plan import whatif
+from dspbench.plan.axes import AXES, CORE, Request, candidates
+from dspbench.plan.build import plan
+from dspbench.records.config import RunConfig
+
+DONE_WHEN = ["plan", "--model", "stdit-xl", "--frames", "128", "--spatial", "4096", "--mode", "train", "--gpus", "16",
+             "--hardware", "h100-ib", "--methods", "dsp,ulysses,ring,megatron_sp,usp,single", "--top", "3"]
+ROW_FIELDS = ("method", "sp", "dp", "grad_ckpt", "zero", "score", "score_low", "score_high", "samples_per_s",
+              "peak_mem_bytes", "usable_bytes", "comm_share", "exposed_comm_s", "tie", "rank", "config")
+ROOT = Path(__file__).resolve().parent.parent
+TINY = RunConfig(model="stdit-tiny", frames=8, spatial=16, gpus=4, dtype="fp32", backend="gloo")
+
+
+def run_json(capsys, argv) -> dict:
+    assert main(argv + ["--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture(scope="module")
+def done_when():
+    """The issue's request, priced once for the module (the same document `--json` prints)."""
+    request = Request(RunConfig(model="stdit-xl", frames=128, spatial=4096, gpus=16, dtype="bf16", backend="nccl"),
+                      ("dsp", "ulysses", "ring", "megatron_sp", "usp", "single"))
+    return plan(request, load_profile("h100-ib"))
+
+
+def test_json_ranks_at_least_20_with_every_field(capsys):
+    doc = run_json(capsys, DONE_WHEN[:-4] + ["--top", "3"])     # --methods all (the default)
+    rows = doc["rows"]
+    assert len(rows) >= 20 and doc["source"] == "predicted"
+    for r in rows:
+        assert set(ROW_FIELDS) <= set(r), set(ROW_FIELDS) - set(r)
+        assert r["score_low"] <= r["score"] <= r["score_high"] and r["peak_mem_bytes"] <= r["usable_bytes"]
+        assert r["dp"] * r["sp"] == 16 and 0 <= r["comm_share"] <= 1
+    assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
+    best = rows[0]
+    assert [r["tie"] for r in rows] == [i > 0 and r["score_high"] >= best["score_low"] for i, r in enumerate(rows)]
+    assert doc["verdict"].startswith(f"{best['method']} sp {best['sp']} dp {best['dp']}")
+    assert set(doc["best_per_method"]) == {r["method"] for r in rows}
+    for m, rank in doc["best_per_method"].items():
+        assert rows[rank - 1]["method"] == m and all(r["method"] != m for r in rows[:rank - 1])
+
+
+def test_rows_are_predicts_own_numbers(done_when):
+    """No second cost model: each row is `dspbench predict` of its configuration."""
+    prof = load_profile("h100-ib")
+    for r in done_when["rows"][:3] + done_when["rows"][-2:]:
+        cfg = RunConfig(**{**r["config"], "launcher": "env"})
+        rec = predicted_record(cfg, prof)
+        assert rec["status"] == "predicted"
+        assert r["samples_per_s"] == pytest.approx(rec["samples_per_s"], rel=1e-12)
+        assert r["peak_mem_bytes"] == rec["predicted_peak_mem_bytes"]
+        assert r["exposed_comm_s"] == pytest.approx(rec["predicted_comm_time_s"], rel=1e-12)
+
+
+def test_pruned_say_why(done_when):
+    prof = load_profile("h100-ib")
+    kinds = {p["status"] for p in done_when["pruned"]}
+    assert kinds == {"oom"}      # every method's check() accepts some degree at this shape
+    for p in done_when["pruned"][:20]:
+        assert p["peak_mem_bytes"] > p["usable_bytes"] and "predicted OOM" in p["reason"]
+        assert not predict(RunConfig(**p["config"]), prof).fits
+    assert "single" in done_when["pruned_reasons"]   # no SP (DP only) does not fit 0.5M tokens
+
+
+def test_a2a_conventions_are_priced_apart_and_merge_only_where_equal(done_when):
+    """The reference all-to-all pays its extra copies (bench/cost/comm.py): a method with all-to-alls
+    gets a row per convention, one without (ring) one row listing both."""
+    prof = load_profile("h100-ib")
+    by = {}
+    for r in done_when["rows"]:
+        by.setdefault(r["method"], set()).update(r["a2a"])
+    dsp = next(r for r in done_when["rows"] if r["method"] == "dsp")
+    cfg = RunConfig(**dsp["config"])
+    assert predict(replace(cfg, a2a="list"), prof).step_s > predict(replace(cfg, a2a="single"), prof).step_s
+    assert any(r["a2a"] == ["single", "list"] for r in done_when["rows"] if r["method"] == "ring")
+    assert by["dsp"] == {"single", "list"} and [a.field for a in AXES if not a.priced_apart] == []
+
+
+def test_candidates_are_the_axes_product():
+    req = Request(TINY, ("dsp", "ulysses", "single"))
+    got = candidates(req)
+    # dsp, ulysses at sp 2, 4 and single at sp 1; x ckpt 2 x zero 3 x shard 2 x a2a 2 x cfg 1
+    assert len(got) == (2 * 2 + 1) * 2 * 3 * 2 * 2
+    assert all((c.method == "single") == (c.sp == 1) for c in got)
+    assert len(candidates(replace(req, lean=True))) == len(got)     # every axis is priced apart now
+    sample = candidates(Request(replace(TINY, mode="sample"), ("dsp",)))
+    assert {(c.grad_ckpt, c.zero) for c in sample} == {(False, 0)}
+    assert CORE == ("method", "sp", "grad_ckpt", "zero")
+
+
+def test_what_if_bandwidth_drop_changes_the_ranking(done_when, capsys):
+    doc = run_json(capsys, DONE_WHEN + ["--what-if", "link.inter=1GB/s"])
+    order = lambda d: [tuple(r[k] for k in CORE) for r in d["rows"]]
+    assert order(doc) != order(done_when)
+    assert doc["what_if"]["flipped"] and doc["what_if"]["top_as_profiled"] != doc["what_if"]["top"]
+    by = lambda d: {tuple(r[k] for k in CORE): r for r in d["rows"]}
+    before, after = by(done_when), by(doc)
+    assert all(after[k]["exposed_comm_s"] >= before[k]["exposed_comm_s"] for k in before if k in after)
+
+
+def test_what_if_grid_prints_the_crossover(capsys):
+    argv = ["plan", "--model", "stdit-tiny", "--frames", "8", "--spatial", "16", "--gpus", "4", "--hardware", "h100-ib",
+            "--methods", "dsp,megatron_sp", "--what-if-grid", "link.intra=0.01,450"]
+    doc = run_json(capsys, argv)
+    assert [c["what_if"] for c in doc["crossover"]] == [{"link.intra.bw_GBps": 0.01}, {"link.intra.bw_GBps": 450}]
+    assert all(c["winner"] in ("dsp", "megatron_sp") for c in doc["crossover"])
+    assert main(argv) == 0 and "crossover (--what-if-grid)" in capsys.readouterr().out
+
+
+def test_what_if_parsing():
+    assert whatif.parse("link.inter=400Gb/s") == ("link.inter.bw_GBps", 50.0)
+    assert whatif.parse("link.inter=200Mbit/s") == ("link.inter.bw_GBps", pytest.approx(0.025))
+    assert whatif.parse("compute.efficiency=0.5") == ("compute.efficiency", 0.5)
+    prof = whatif.apply(load_profile("h100-ib"), [whatif.parse("link.inter=25GB/s")])
+    assert prof.inter.bw_GBps == 25 and prof.intra.bw_GBps == 450
+    # a calibrated level's measured tables would win over a new bandwidth: the edit drops them
+    tiers = load_profile(str(ROOT / "results" / "tiers" / "tiers-profile.toml"))
+    assert tiers.inter.time_s_op and tiers.inter.busbw_GBps
+    edited = whatif.apply(tiers, [whatif.parse("link.inter=1Gbit/s")])
+    assert not edited.inter.time_s_op and not edited.inter.busbw_GBps and edited.inter.bw_GBps == 0.125
+    assert edited.intra == tiers.intra and edited.gpus_per_node == tiers.gpus_per_node
+    for bad in ("link.inter=fast", "link.inter=5furlongs/s", "nope=1", "device.memory_gb"):
+        with pytest.raises(ValueError, match="--what-if"):
+            whatif.parse(bad)
+
+
+def test_emitted_sweep_is_what_sweep_accepts(tmp_path, capsys):
+    from dspbench.slurm.plan import expand
+    from dspbench.slurm.spec import load_sweep
+    out = tmp_path / "plan.toml"
+    doc = run_json(capsys, DONE_WHEN + ["--emit-sweep", str(out), "--cluster", "gpu8"])
+    cfgs = expand(load_sweep(str(out)))
+    chosen = sorted(set(range(1, 4)) | set(doc["best_per_method"].values()))
+    want = {RunConfig(**doc["rows"][i - 1]["config"]).run_id() for i in chosen}
+    assert {c.run_id() for c in cfgs} == want
+    assert main(["sweep", str(out), "--dry-run"]) == 0
+    assert f"{len(want)} points" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["--model", "stdit-nope"], "unknown model"),
+    (["--gpus", "12"], "not a whole number of h100-ib's nodes of 8"),
+    (["--frames", "4096", "--methods", "dsp,ulysses"], "nothing fits"),
+    (["--methods", "dsp,nope"], "unknown method"),
+    (["--what-if", "link.warp=9"], "--what-if"),
+])
+def test_impossible_requests_exit_2_and_write_nothing(tmp_path, capsys, argv, why):
+    sweep, report = tmp_path / "s.toml", tmp_path / "rep"
+    base = dict(zip(DONE_WHEN[1::2], DONE_WHEN[2::2]))
+    base.update(dict(zip(argv[0::2], argv[1::2])))
+    full = ["plan"] + [x for kv in base.items() for x in kv] + ["--emit-sweep", str(sweep), "--report", str(report)]
+    assert main(full) == 2
+    err = capsys.readouterr().err
+    assert why in err
+    assert not sweep.exists() and not report.exists() and not list(tmp_path.iterdir())
+    if why == "nothing fits":   # each method with its reasons
+        assert "  dsp: predicted OOM" in err and "  ulysses: predicted OOM" in err
+
+
+def test_sample_mode_ranks_by_seconds_per_video(capsys):
+    doc = run_json(capsys, ["plan", "--model", "stdit-tiny", "--frames", "8", "--spatial", "16", "--gpus", "4",
+                            "--mode", "sample", "--cfg", "--hardware", "h100-ib", "--methods", "dsp,ulysses,single"])
+    assert doc["metric"] == "seconds per video" and doc["request"]["cfg"] is True
+    steps = [r["step_time_s"] for r in doc["rows"]]
+    assert steps == sorted(steps) and all(r["config"]["cfg"] for r in doc["rows"])
+
+
+def test_report_renders_table_figures_and_banner(tmp_path, capsys):
+    out = tmp_path / "rep"
+    argv = ["plan", "--model", "stdit-tiny", "--frames", "8", "--spatial", "16", "--gpus", "4", "--hardware", "h100-ib",
+            "--methods", "dsp,ulysses,single", "--report", str(out)]
+    assert main(argv) == 0
+    md = (out / "index.md").read_text()
+    assert "**Every number here is predicted**" in md and "## Ranked" in md and "## Best per method" in md
+    assert "![frontier](frontier.png)" in md and "![crossover](crossover.png)" in md
+    for name in ("frontier", "crossover"):
+        assert (out / f"{name}.png").stat().st_size > 1000 and (out / f"{name}.svg").is_file()
+    doc = json.loads((out / "plan.json").read_text())
+    assert {p["gpus"] for p in doc["explore"]["frontier"]} == {1, 2, 4, 8, 16}
+    assert len(doc["explore"]["crossover"]) == 16 and all(c["winner"] for c in doc["explore"]["crossover"])
+    (out / "index.md").unlink()
+    assert main(["report", str(out)]) == 0 and (out / "index.md").read_text() == md
+
+
+def test_check_matches_records_by_run_id_and_ranks_them(done_when):
+    from dspbench.plan.check import compare, kendall_tau
+    assert kendall_tau([3, 2, 1], [30, 20, 10]) == 1 and kendall_tau([3, 2, 1], [10, 20, 30]) == -1
+    assert kendall_tau([3, 2, 1], [20, 30, 10]) == pytest.approx(1 / 3)
+    rows = []
+    for r in done_when["rows"]:            # three rows with distinct predictions (a tie counts as neither)
+        if len(rows) < 3 and all(r["score"] < x["score"] for x in rows):
+            rows.append(r)
+    # stand-in measurements (a unit test of the matching): rank 2 measured fastest, 10% ahead of rank 1
+    recs = [{"run_id": RunConfig(**r["config"]).run_id(), "status": "ok", "source": "measured",
+             "samples_per_s": speed} for r, speed in zip(rows, (1.0, 1.1, 0.5))]
+    recs.append({**recs[0], "status": "error"})
+    got = compare(done_when, recs)
+    assert got["measured"] == 3 and got["gap"] == pytest.approx(0.1)
+    assert got["top"].startswith(rows[0]["method"]) and got["fastest"].startswith(rows[1]["method"])
+    assert got["kendall_tau"] == pytest.approx(1 / 3)
