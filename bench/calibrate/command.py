@@ -72,14 +72,13 @@ def cmd_from_logs(args) -> int:
 
 def write_nccl_tests(result: dict, folder: str) -> None:
     """--nccl-tests-out: this calibration's collectives in nccl-tests' format, one file per op."""
-    import socket
     from dspbench.calibrate.nccl_logs import BINARIES, format_test
     rows = [r for r in result["collectives"] if "tier" not in r]
     Path(folder).mkdir(parents=True, exist_ok=True)
     for binary, op in BINARIES.items():
         mine = [r for r in rows if r["op"] == op]
         if mine:
-            Path(folder, f"{binary}.log").write_text(format_test(op, mine, [socket.gethostname()], "cpu (gloo)"))
+            Path(folder, f"{binary}.log").write_text(format_test(op, mine, result["ranks"]))
 
 
 def cmd_calibrate(args) -> int:
