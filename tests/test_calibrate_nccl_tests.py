@@ -63,6 +63,7 @@ def test_one_and_two_node_logs_make_a_profile_predict_accepts(tmp_path, capsys):
     assert f"{FIX / 'h100-1node' / 'all_reduce_perf.log'}:3-33 (11 sizes, 8 ranks on 1 host" in src["link.intra.all_reduce"]
     assert f"{FIX / 'h100-1node' / 'alltoall_and_sendrecv.log'}:" in src["link.intra.send_recv"]
     assert src["link.inter.all_gather"].startswith("kept from h100-ib")
+    assert "priced from link.intra and link.inter" in src["link.span.all_gather"]     # no span table: tiers price it
     capsys.readouterr()
     cfg = ["--method", "dsp", "--model", "stdit-xl", "--gpus", "16", "--sp", "16", "--frames", "64", "--spatial",
            "1024", "--dtype", "bf16", "--json", "--out", str(tmp_path)]
