@@ -3,11 +3,11 @@ method's own work from the `dspbench run` records a user already has on a cluste
 a small sweep); with `--from-nccl-tests` too, onto the profile made from the logs (links from the
 logs, compute from the records). The base otherwise: --base, else the datasheet of the records' GPU.
 
-Records kept: `source: measured`, `status: ok`, of the profile's GPU (its model number, e.g. H200,
-in `environ.devices`), from a clean source tree (`environ.git_dirty` not true) without an injected
-fault; others refuse the whole command (exit 2, file:line) unless `--force`, which keeps them and
-says so in [sources]. An unknown tree state (git_dirty null: no git where it ran) is accepted and
-noted.
+Records kept: `source: measured` (older records have none: measured), `status: ok`. Records of
+another GPU than the profile's (its model number, e.g. H200, in `environ.devices`), from a dirty
+source tree (`environ.git_dirty` true) or with an injected fault refuse the whole command (exit 2,
+file:line) unless `--force`, which keeps them and says so. An unknown tree state (git_dirty null:
+no git where it ran) is accepted and noted.
 
 Compute, as calibrate's two-shape fit (profile.compute_terms) over every baseline record
 (method `single`, the no-SP step) of the most common dtype: what the cost model leaves of the
@@ -15,7 +15,9 @@ measured step once its own optimizer and communication are subtracted is
     FLOPs / (peak x efficiency) + modules x module_overhead_s x flops_factor / 3,
 fitted by least squares on relative error (a 30 ms step and a 2.5 s one weigh alike), the same
 terms bench/cost/model.py charges. A fit that makes no sense (either term <= 0) keeps one term:
-efficiency alone, no dispatch.
+efficiency alone, no dispatch. Two constants do not carry across shapes far from the records' (on
+the H200's, held-out Wan 1.3B and STDiT-XL S 256 samples came out +21% to +114%, docs/cost-model.md):
+fit on records at the shapes you will predict.
 Methods, as the emulated protocol does (bench/calibrate/methods.py): every other method's training
 steps at one SP degree (the most recorded one), measured minus this profile's prediction of
 that step (median over its records, never below 0), is `method_overhead_s[method]` at
@@ -66,7 +68,7 @@ def select(recs: list[tuple[str, dict]], gpu: str | None, force: bool) -> tuple[
     """Measured, ok records; refusals (other GPU, dirty tree, injected fault) unless force; notes."""
     kept, notes, refused = [], [], []
     for where, r in recs:
-        if r.get("source") != "measured" or r.get("status") != "ok":
+        if r.get("source", "measured") != "measured" or r.get("status") != "ok":     # older records: no source
             notes.append(f"{where}: {r.get('source')} / {r.get('status')}: not a measured step, skipped")
             continue
         env = r.get("environ") or {}
@@ -177,7 +179,8 @@ def base_profile(args) -> dict:
     """--base, else the datasheet profile of the one GPU model the records ran on."""
     name = args.base
     if not name:
-        devices = sorted({d for _, r in read(Path(args.from_records)) for d in (r.get("environ") or {}).get("devices") or []})
+        recs = read(Path(args.from_records))
+        devices = sorted({d for _, r in recs for d in (r.get("environ") or {}).get("devices") or []})
         keys = {gpu_key(d) for d in devices}
         if len(keys) != 1 or None in keys:
             raise LogError(f"{args.from_records}:0: records ran on {devices}: pass --base PROFILE")

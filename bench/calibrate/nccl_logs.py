@@ -214,7 +214,8 @@ def format_test(op: str, rows: list[dict], ranks: list[dict]) -> str:
         us = r["time_s"] * 1e6
         alg = r["size"] / r["time_s"] / 1e9
         count = r["size"] // 4 // (n if op in ("all_gather", "reduce_scatter", "all_to_all") else 1)
-        lines.append(f"{r['size']:12d} {count:13d}     float {redop:>7} {-1:7d} {us:8.2f} {alg:7.2f} {alg * f:7.2f} "
-                     f"{'N/A':>6} {'N/A':>8} {'N/A':>7} {'N/A':>7} {'N/A':>6}")
+        na = " ".join(f"{'N/A':>{w}}" for w in (6, 8, 7, 7, 6))
+        lines.append(f"{r['size']:12d} {count:13d}     float {redop:>7} {-1:7d} {us:8.2f} {alg:7.2f} "
+                     f"{alg * f:7.2f} {na}")
     lines.append("# Out of bounds values : N/A (not validated)")
     return "\n".join(lines) + "\n"
