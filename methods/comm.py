@@ -336,6 +336,21 @@ def all_reduce_(buf: torch.Tensor, group: Group, tag: str, average: bool = False
     return buf
 
 
+def exchange_with_peer(x: torch.Tensor, group: Group, tag: str) -> torch.Tensor:
+    """No autograd: send `x` to the other rank of a two-rank `group` and return its tensor of the
+    same shape (CFG parallelism's noise-prediction exchange). One `send_recv` event of the bytes sent."""
+    if size(group) != 2:
+        raise ValueError(f"exchange_with_peer needs a group of 2 ranks, got {size(group)}")
+    send, recv = x.contiguous(), torch.empty_like(x, memory_format=torch.contiguous_format)
+    peer = dist.get_global_rank(group, 1 - rank(group))
+    with _watch(group, x.device) as w:
+        for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, send, peer, group),
+                                            dist.P2POp(dist.irecv, recv, peer, group)]):
+            work.wait()
+    ledger.record("send_recv", _phase(), 2, _nbytes(send), tag, w.elapsed)
+    return recv
+
+
 # ---------------------------------------------------------------- harness utility (unrecorded)
 def all_reduce_max_(buf: torch.Tensor, group: Group) -> torch.Tensor:
     """In place elementwise max over the group (e.g. the slowest rank's time per iteration).

@@ -26,7 +26,7 @@ import torch
 from dspbench.models.config import ModelConfig, Shape
 from dspbench.models.params import param_count
 from dspbench.methods import padding
-from dspbench.methods.common import out_bytes
+from dspbench.methods.common import act_bytes, out_bytes
 from dspbench.methods.dims import Dims
 from dspbench.methods.ledger import key, wire_bytes
 
@@ -49,7 +49,7 @@ class Op(NamedTuple):
     ranks: int = 0
 
     def group_size(self, dims: Dims) -> int:
-        return self.ranks or (dims.sp if self.group == "sp" else dims.dp)
+        return self.ranks or {"sp": dims.sp, "dp": dims.dp, "cfg": dims.cfg}[self.group]
 
 
 def _none(cfg: ModelConfig) -> int:
@@ -157,3 +157,26 @@ def comm_bytes(spec, cfg, shape, dims, dtype, mode, tagged=True, engine=False) -
             n = o.group_size(dims)
             out[key(o.op, phase, o.tag if tagged else None)] += o.count * wire_bytes(o.op, o.payload, n)
     return dict(out)
+
+
+CFG_EXCHANGE_TAG = "cfg_exchange"
+
+
+def cfg_exchange_op(cfg: ModelConfig, shape: Shape, dtype_bytes: int) -> Op:
+    """CFG parallelism's exchange, once per sampling step: each rank sends its noise prediction
+    (the first in_channels of the output, every token: the exit gather left it whole on every SP
+    rank) to its peer in the other CFG group and receives the peer's (comm.exchange_with_peer)."""
+    return Op(CFG_EXCHANGE_TAG, "send_recv", act_bytes(cfg, shape, dtype_bytes, cfg.patch_volume * cfg.in_channels),
+              1, "cfg")
+
+
+def sample_comm_bytes(spec: MethodSpec, cfg: ModelConfig, shape: Shape, dims: Dims, dtype, steps: int,
+                      tagged: bool = True) -> dict[str, int]:
+    """Wire bytes per rank of one sampling loop: `steps` forward passes of `shape` (the batch one
+    model call sees), plus the CFG exchange per step when `dims.cfg` = 2."""
+    out = {k: v * steps for k, v in comm_bytes(spec, cfg, shape, dims, dtype, "infer", tagged).items()}
+    if dims.cfg == 2:
+        o = cfg_exchange_op(cfg, shape, dtype_size(dtype))
+        k = key(o.op, "fwd", o.tag if tagged else None)
+        out[k] = out.get(k, 0) + steps * wire_bytes(o.op, o.payload, 2)
+    return out

@@ -5,13 +5,14 @@ each collective by the whole tensor it logically moves per device: the local sha
 all-to-all (M/N), the gathered tensor for an all-gather (M), the full input for a reduce-scatter
 (M), every K/V block that visits a device for a ring (2M). Our ledger counts wire bytes (what a
 rank sends, nccl-tests' convention); for all of these ops paper = wire * N / (N - 1).
-Layer-internal traffic excludes the model exit gather and gradient synchronisation.
+Layer-internal traffic excludes the model exit gather, gradient synchronisation and CFG
+parallelism's exchange of the noise prediction (once per sampling step).
 """
 from __future__ import annotations
 
 from dspbench.methods.ledger import untag
 
-NOT_PER_LAYER = ("seq_gather", "grad_sync", "dp_grad_sync")
+NOT_PER_LAYER = ("seq_gather", "grad_sync", "dp_grad_sync", "cfg_exchange")
 
 
 def paper_per_layer(tagged_totals: dict[str, int], n: int, layers: int, phase: str = "fwd") -> float:

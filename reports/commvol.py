@@ -15,9 +15,10 @@ import pandas as pd
 
 from dspbench.reports.style import PAPER_TABLE3
 
-NOT_PER_LAYER = ("seq_gather", "grad_sync", "dp_grad_sync")   # == methods.volume (torch-free here)
+NOT_PER_LAYER = ("seq_gather", "grad_sync", "dp_grad_sync", "cfg_exchange")   # == methods.volume (torch-free here)
+CFG_EXCHANGE = "cfg_exchange/send_recv.fwd"   # CFG parallelism's per-step exchange (methods/spec.py)
 KEY = ("method", "model", "frames", "spatial", "batch", "sp", "mode", "dtype", "grad_ckpt",
-       "shard", "sample_steps", "depth", "hidden", "zero", "cfg", "hardware", "source")
+       "shard", "sample_steps", "depth", "hidden", "zero", "cfg", "cfg_parallel", "hardware", "source")
 _DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 
@@ -52,7 +53,8 @@ def volume_table(runs: pd.DataFrame) -> pd.DataFrame:
         df = df.assign(comm_formula=None)
     rows = [_row(r._asdict()) for r in df[list(KEY) + ["comm_tagged", "comm_formula"]].itertuples(index=False)]
     cols = list(KEY) + ["layers", "M_bytes", "fwd_measured", "fwd_formula", "bwd_measured",
-                        "bwd_formula", "match", "paper_fwd_xM", "table3", "table3_xM", "note"]
+                        "bwd_formula", "match", "paper_fwd_xM", "table3", "table3_xM", "cfg_exchange_per_step",
+                        "note"]
     out = pd.DataFrame(rows, columns=cols)
     return out.sort_values(["model", "mode", "frames", "spatial", "batch", "sp", "method"]).reset_index(drop=True)
 
@@ -78,4 +80,11 @@ def _row(r) -> dict:
     out["paper_fwd_xM"] = out["fwd_measured"] * n / (n - 1) / M
     name, factor = PAPER_TABLE3.get(r["method"], ("", None))
     out["table3"], out["table3_xM"] = name, factor(n) if factor else np.nan
+    # CFG parallelism adds one exchange per sampling step, not per layer: E = the noise prediction
+    # (B·C_in·T·S·patch bytes) each rank sends its peer; both sides of the match count it
+    out["cfg_exchange_per_step"] = np.nan
+    if r.get("cfg_parallel"):
+        out["cfg_exchange_per_step"] = (r["comm_tagged"] or {}).get(CFG_EXCHANGE, 0) / _passes(r)
+        if formula is not None:
+            out["match"] = out["match"] and formula.get(CFG_EXCHANGE) == r["comm_tagged"].get(CFG_EXCHANGE)
     return out

@@ -115,6 +115,22 @@ def by_method(runs: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
     return compare_frames(runs[runs["method"] == a], runs[runs["method"] == b], list(COMPARE), (a, b))
 
 
+GUIDANCE = ("batch", "parallel")   # `--by cfg`: CFG as a batch of 2 on every rank, or on two rank groups
+
+
+def by_cfg(runs: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    """Sample mode with CFG: guidance form b against a in one folder (batch: cond + uncond as a batch
+    of 2, parallel: --cfg-parallel), paired on the full key except SP, which CFG parallelism halves
+    at the same GPUs; DP stays in the key, so both sides make the same videos per step."""
+    for g in (a, b):
+        if g not in GUIDANCE:
+            raise ValueError(f"--by cfg compares {' and '.join(GUIDANCE)}, got {g!r}")
+    cfg = runs[(runs["mode"] == "sample") & runs["cfg"].astype(bool)]
+    side = lambda g: cfg[cfg["cfg_parallel"].astype(bool) == (g == "parallel")]
+    key = [k for k in CONFIG if k not in ("sp", "cfg_parallel")]
+    return compare_frames(side(a), side(b), key, (f"CFG {a}", f"CFG {b}"))
+
+
 def folders(ra: pd.DataFrame, rb: pd.DataFrame, names: tuple[str, str]) -> pd.DataFrame:
     return compare_frames(ra, rb, list(CONFIG), names)
 
@@ -127,7 +143,7 @@ def verdict(row) -> str:
 
 
 SHOW = {"model": "model", "mode": "mode", "dtype": "dtype", "batch": "B", "frames": "T", "spatial": "S",
-        "gpus": "GPUs", "sp": "SP", "dp": "DP", "zero": "ZeRO", "cfg": "CFG", "source": "numbers",
+        "gpus": "GPUs", "sp": "SP", "dp": "DP", "zero": "ZeRO", "cfg": "CFG", "cfg_parallel": "CFG parallel", "source": "numbers",
         "hardware": "hardware", "method": "method", "shard": "shard", "grad_ckpt": "ckpt"}
 ALWAYS = ("method", "frames", "spatial", "gpus", "sp", "source")
 

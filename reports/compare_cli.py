@@ -1,6 +1,7 @@
-"""`dspbench compare A B [--by method] [--results DIR] [--out DIR] [--format md|csv]`.
+"""`dspbench compare A B [--by method|cfg] [--results DIR] [--out DIR] [--format md|csv]`.
 
-Two results folders, or (`--by method`) two methods of one folder. Prints per configuration B's
+Two results folders, or (`--by method`) two methods of one folder, or (`--by cfg`, A and B each
+`batch` or `parallel`) sample-mode CFG as a batch of 2 against CFG parallelism in one folder. Prints per configuration B's
 step time over A's with a 95% bootstrap interval and "~" where not significant (compare.py), and
 writes compare.md / compare.csv under --out when given.
 """
@@ -12,24 +13,33 @@ from pathlib import Path
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("a", help="results folder A (or, with --by method, method A: the base)")
-    p.add_argument("b", help="results folder B (or, with --by method, method B)")
-    p.add_argument("--by", choices=["folder", "method"], default="folder",
-                   help="compare two folders (default) or two methods of --results")
-    p.add_argument("--results", type=Path, default=None, help="with --by method: the results folder")
+    p.add_argument("a", help="results folder A (or, with --by method, method A: the base; with --by cfg, "
+                             "batch or parallel)")
+    p.add_argument("b", help="results folder B (or, with --by method, method B; with --by cfg, batch or parallel)")
+    p.add_argument("--by", choices=["folder", "method", "cfg"], default="folder",
+                   help="compare two folders (default), two methods of --results, or (cfg) CFG as a batch "
+                        "of 2 against CFG parallel (--cfg-parallel) at the same GPUs, per method")
+    p.add_argument("--results", type=Path, default=None, help="with --by method or cfg: the results folder")
     p.add_argument("--out", type=Path, default=None, help="also write compare.md and compare.csv here")
     p.add_argument("--format", choices=["md", "csv"], default="md", help="what to print (default md)")
 
 
 def run(args) -> int:
     from dspbench.reports.collect import load_sweep   # pandas, numpy: only when running
-    from dspbench.reports.compare import by_method, folders, table
+    from dspbench.reports.compare import GUIDANCE, by_cfg, by_method, folders, table
     from dspbench.reports.derive import enrich
     from dspbench.reports.style import label
-    if args.by == "method":
-        if args.results is None or not args.results.is_dir():
-            print(f"dspbench compare: --by method needs --results DIR (got {args.results})", file=sys.stderr)
+    if args.by in ("method", "cfg") and (args.results is None or not args.results.is_dir()):
+        print(f"dspbench compare: --by {args.by} needs --results DIR (got {args.results})", file=sys.stderr)
+        return 2
+    if args.by == "cfg":
+        if bad := [g for g in (args.a, args.b) if g not in GUIDANCE]:
+            print(f"dspbench compare: --by cfg compares {' and '.join(GUIDANCE)}, got {', '.join(bad)}",
+                  file=sys.stderr)
             return 2
+        runs = enrich(load_sweep(args.results).runs)
+        df, title = by_cfg(runs, args.a, args.b), f"CFG {args.b} vs CFG {args.a}: seconds per video"
+    elif args.by == "method":
         runs = enrich(load_sweep(args.results).runs)
         missing = [m for m in (args.a, args.b) if m not in set(runs["method"])]
         if missing:

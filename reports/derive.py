@@ -21,7 +21,7 @@ from dspbench.reports.style import METRIC_STATUSES
 
 # The comparison key: two rows are compared (DSP / X, paper vs ours, A vs B) only when all agree.
 COMPARE = ("model", "mode", "dtype", "batch", "frames", "spatial", "gpus", "sp", "dp", "grad_ckpt",
-           "zero", "cfg", "sample_steps", "backend", "mem_budget_mib", "source", "hardware")
+           "zero", "cfg", "cfg_parallel", "sample_steps", "backend", "mem_budget_mib", "source", "hardware")
 CONFIG = COMPARE + ("method", "shard")
 GRAD_TAGS = ("grad_sync", "dp_grad_sync")     # ledger tags of gradient synchronisation
 

@@ -14,6 +14,7 @@ def normalise(rec: dict) -> dict:
     rec["outcome"] = "ok" if status == "predicted" else status
     rec["zero"] = rec.get("zero") or 0
     rec["cfg"] = bool(rec.get("cfg") or False)
+    rec["cfg_parallel"] = bool(rec.get("cfg_parallel") or False)
     return rec
 
 

@@ -15,7 +15,7 @@ ROW = ["model", "mode", "dtype", "batch", "frames", "spatial", "gpus", "sp"]
 NOT_APPLICABLE = "not applicable"
 ROW_NAMES = {"model": "model", "mode": "mode", "dtype": "dtype", "batch": "B", "frames": "T",
              "spatial": "S", "gpus": "GPUs", "sp": "SP", "dp": "DP", "source": "numbers",
-             "hardware": "hardware", "grad_ckpt": "ckpt", "zero": "ZeRO", "cfg": "CFG",
+             "hardware": "hardware", "grad_ckpt": "ckpt", "zero": "ZeRO", "cfg": "CFG", "cfg_parallel": "CFG parallel",
              "backend": "backend", "sample_steps": "steps"}
 
 

@@ -26,11 +26,11 @@ def volume(vol: pd.DataFrame) -> Table:
         "bwd formula (MiB)": data["bwd_formula"].map(fmt.mib),
         "ledger = formula": data["match"].map(ok),
         "paper conv. fwd (×M)": data["paper_fwd_xM"].map(lambda x: fmt.num(x, 3)),
-        "Table 3 (×M)": [f"{t} = {fmt.num(x, 3)}" if t else "—"
-                         for t, x in zip(data["table3"], data["table3_xM"])],
+        "Table 3 (×M)": [_table3(t, x, e) for t, x, e in
+                         zip(data["table3"], data["table3_xM"], data.get("cfg_exchange_per_step", [None] * len(data)))],
     })
     notes = ["Per layer (one spatial + one temporal attention), per rank: wire bytes each rank sends "
-             "(nccl-tests convention), excluding the model-exit gather and gradient syncs. "
+             "(nccl-tests convention), excluding the model-exit gather, gradient syncs and the CFG exchange. "
              "Paper convention (Table 3) = wire × N/(N-1), as a multiple of M = B·T·S·C·bytes "
              "(one full activation). Measured = the run's ledger; formula = the method's "
              "`comm_bytes` for the same configuration."]
@@ -41,6 +41,14 @@ def volume(vol: pd.DataFrame) -> Table:
                                  + (f" ({r.note})" if r.note else "") for r in bad.head(5).itertuples()))
     return Table("comm_volume", "Communication volume per layer (paper Table 3 form)", data,
                  d.reset_index(drop=True), notes)
+
+
+def _table3(name, factor, exchange) -> str:
+    """Table 3's per-layer formula; under CFG parallelism plus E, the exchange once per sampling step."""
+    text = f"{name} = {fmt.num(factor, 3)}" if name else "—"
+    if exchange is not None and exchange == exchange:   # not NaN: a cfg_parallel row
+        text += f" + E per step (CFG exchange, {fmt.mib(exchange)} MiB)"
+    return text
 
 
 def per_op_time(runs: pd.DataFrame) -> Table:

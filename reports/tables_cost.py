@@ -14,7 +14,7 @@ from dspbench.reports.style import label, order
 
 # pairs share a run_id (the same configuration); ratios are taken within one side and this key
 CONFIG = ["model", "mode", "dtype", "batch", "frames", "spatial", "gpus", "sp", "dp", "grad_ckpt",
-          "zero", "cfg", "hardware"]
+          "zero", "cfg", "cfg_parallel", "hardware"]
 
 
 def _pairs(runs: pd.DataFrame, predicted: pd.DataFrame) -> pd.DataFrame:

@@ -98,6 +98,8 @@ def test_unknown_sweep_name_lists_the_shipped_ones():
     ("paper_inference", 21),       # (single + 6 methods on 8 GPUs) x 3 repeats
     ("plugin_vs_dsp", 18),         # dsp, dsp_overlap, ulysses x SP 2, 4 x 3 repeats
     ("full3d_smoke", 6),           # 6 methods on full3d-joint-tiny (DSP recorded not applicable)
+    ("cfg_parallel_smoke", 7),     # 5 methods x CFG parallel at SP 2 + (dsp, ulysses) CFG batch at SP 4
+    ("cfg_parallel_cpu", 12),      # (dsp, ulysses) x (CFG parallel at SP 2, CFG batch at SP 4) x 3 repeats
     ("full3d_wan", 240),           # 4 models x 480p/720p x 9 methods x 3 repeats + 2 x 4 methods T-sharded (padded) x 3
     ("multinode_smoke", 12),       # 6 methods x SP 2 (inside a node), 4 (across both) on 2 x 2
     ("multinode_2x4", 18),         # 6 methods x SP 2, 4 (inside a node), 8 (across both) on 2 x 4
@@ -214,8 +216,8 @@ def test_rank_command_maps_every_field_onto_dspbench_run():
     from dataclasses import fields
     cfg = RunConfig(method="ring", gpus=4, sp=2, check=True, grad_ckpt=True, timeout_s=12.5, launcher="env",
                     inject_fault="hang@1", repeat=3, sp_auto=True, mem_budget_mib=99, zero=1, a2a="list",
-                    cfg=True, threads=3, sample_steps=4, shard="S", seed=5, mode="sample", dtype="bf16",
-                    video="16x128x128", pad="never", bucket_weight=2.0)   # video: T 16, S 64 through an 8x VAE, 2x2 patch
+                    cfg=True, cfg_parallel=True, threads=3, sample_steps=4, shard="S", seed=5, mode="sample",
+                    dtype="bf16", video="16x128x128", pad="never", bucket_weight=2.0)   # video: T 16, S 64 (8x VAE, 2x2 patch)
     unset = [f.name for f in fields(RunConfig) if getattr(cfg, f.name) == f.default]
     assert set(unset) <= {"model", "frames", "spatial", "batch", "backend", "warmup", "iters"}, unset  # every other field set
     argv = rank_command(cfg, "r.jsonl")

@@ -15,8 +15,9 @@ from dspbench.methods import Dims, get_method
 from dspbench.models import Shape, get_config
 
 
-def candidates(gpus: int) -> list[int]:
-    return [d for d in range(1, gpus + 1) if gpus % d == 0]
+def candidates(gpus: int, cfg_degree: int = 1) -> list[int]:
+    """SP degrees that divide the ranks of one CFG group (the world without CFG parallelism)."""
+    return [d for d in range(1, gpus // cfg_degree + 1) if gpus % (d * cfg_degree) == 0]
 
 
 def why_not(cfg: RunConfig, sp: int, profile: Profile) -> str | None:
@@ -24,7 +25,7 @@ def why_not(cfg: RunConfig, sp: int, profile: Profile) -> str | None:
     spec = get_method(cfg.method)
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
     reason = spec.check_pad(mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial),
-                            Dims(sp=sp, dp=cfg.gpus // sp, shard=cfg.shard), cfg.pad)
+                            Dims(sp=sp, dp=cfg.gpus // (sp * cfg.cfg_degree), shard=cfg.shard, cfg=cfg.cfg_degree), cfg.pad)
     if reason:
         return reason
     pred = predict(replace(cfg, sp=sp), profile)
@@ -37,7 +38,7 @@ def resolve_sp(cfg: RunConfig, hardware: str | Profile) -> int | str:
     """The minimum SP degree (a divisor of cfg.gpus) for cfg.method that fits, or why none does."""
     profile = hardware if isinstance(hardware, Profile) else load_profile(hardware)
     reasons = {}
-    for sp in candidates(cfg.gpus):
+    for sp in candidates(cfg.gpus, cfg.cfg_degree):
         reason = why_not(cfg, sp, profile)
         if reason is None:
             return sp

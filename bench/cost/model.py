@@ -11,6 +11,11 @@
   per rank whatever its shard (a small model on a CPU spends much of a step dispatching ops).
 - optimizer (train): AdamW is a memory-bound pass over this rank's optimizer share
   (OPT_BYTES per parameter at the profile's optimizer rate).
+- CFG parallelism (sample mode): each half of the world runs one of the two passes, so a rank
+  computes K calls of the batch, not 2K (compute / 2), its SP plan is that of one call's batch, and
+  each step adds the exchange of the noise prediction with the peer rank in the other half
+  (methods/spec.py cfg_exchange_op), priced on the tier the pair crosses: rank r and r + world/2,
+  ranks node-major, share a node only when the world fits in one.
 - overlap: none, except ring attention's K/V hops under its own attention, by the profile's
   fraction f (hidden = f x min(ring comm, attention-core compute over the sharded dim)). All-to-all,
   all-gather and reduce-scatter sit on the critical path of the next operator, and the gradient
@@ -28,7 +33,7 @@ from dspbench.cost.engine import engine_ops
 from dspbench.cost.memory import memory, opt_state_bytes
 from dspbench.cost.hardware import Profile
 from dspbench.methods import Dims, get_method
-from dspbench.methods.spec import dtype_size
+from dspbench.methods.spec import cfg_exchange_op, dtype_size
 from dspbench.methods.padding import padded_shape
 from dspbench.models import Shape, get_config
 from dspbench.models.params import flops_per_sample
@@ -75,6 +80,12 @@ def method_overhead(cfg: RunConfig, sp: int, profile: Profile) -> float:
     return profile.method_overhead_s.get(cfg.method, 0.0)
 
 
+def dispatch_calls(cfg: RunConfig) -> float:
+    """Forward passes' worth of module calls one rank issues per step: CFG as a batch of 2 runs cond
+    and uncond in one call (twice the FLOPs, the same dispatch), CFG parallel one pass per rank."""
+    return flops_factor(cfg) / (2 if cfg.mode == "sample" and cfg.cfg else 1)
+
+
 def flops_factor(cfg: RunConfig) -> float:
     """Forward passes' worth of FLOPs the hardware runs per sample per step (recompute included)."""
     return flops_factors(cfg)[1]
@@ -117,7 +128,7 @@ def compute_seconds(cfg: RunConfig, mcfg, spec, sp: int, profile: Profile, compi
     curve (bench/cost/curve.py), at the rate for this rank's GEMM and attention sizes, and no less
     than the host's time to issue the kernels (eager launches are asynchronous: the larger wins).
     T, S: the grid every rank computes on (padded where the method pads, methods/padding.py)."""
-    factor = flops_factor(cfg)
+    factor = flops_factor(cfg) / cfg.cfg_degree   # CFG parallel: this rank runs one of the two passes
     step_flops = flops_per_sample(mcfg, Shape(1, T, S)) * cfg.batch * factor
     curve = from_table(profile.curve)
     if curve is None:
@@ -126,13 +137,13 @@ def compute_seconds(cfg: RunConfig, mcfg, spec, sp: int, profile: Profile, compi
     else:
         peak = float(profile.peak_flops.get(cfg.dtype) or profile.flops(cfg.dtype))
         costs = forward_costs(cfg.model, cfg.model_batch, T, S, cfg.dtype)
-        # forward-equivalents of one call's batch: train 3 (4 with checkpointing), sample its steps
+        # forward-equivalents of one call's batch (model_batch: 2B for CFG as a batch, B for CFG
+        # parallel): train 3 (4 with checkpointing), sample its steps
         calls = cfg.sample_steps if cfg.mode == "sample" else (factor if cfg.mode == "train" else 1)
         device = device_seconds(curve, costs, calls, sp, peak, profile.optimizer_rate())
         compute = max(device, curve.host_s(costs.kernels, calls, compiled))
     if profile.module_overhead_s:   # every rank runs every module, whatever its shard: factor 3 = fwd+bwd
-        # (CFG's batched second call is counted as a call of its own: an overstatement of dispatch)
-        compute += profile.module_overhead_s * module_count(cfg.model) * factor / 3
+        compute += profile.module_overhead_s * module_count(cfg.model) * dispatch_calls(cfg) / 3
     return compute + method_overhead(cfg, sp, profile)
 
 
@@ -141,8 +152,9 @@ def predict(cfg: RunConfig, profile: Profile, compiled: bool = False) -> Predict
     sp = int(cfg.sp)
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
     spec = get_method(cfg.method)
-    shape = Shape(cfg.model_batch, cfg.frames, cfg.spatial)   # CFG: each call sees twice the batch
-    dims = Dims(sp=sp, dp=cfg.gpus // sp, shard=cfg.shard)
+    shape = Shape(cfg.model_batch, cfg.frames, cfg.spatial)   # CFG as a batch: each call sees twice the batch
+    halves = cfg.cfg_degree   # CFG parallel: each rank runs one pass of the two
+    dims = Dims(sp=sp, dp=cfg.dp, shard=cfg.shard, cfg=halves)
     # Padding (methods/padding.py): every rank computes and keeps its shard of the padded grid.
     if cfg.pad == "auto":
         shape = padded_shape(spec, mcfg, shape, dims)
@@ -152,12 +164,14 @@ def predict(cfg: RunConfig, profile: Profile, compiled: bool = False) -> Predict
     plan = spec.plan(mcfg, shape, dims, cfg.dtype, plan_mode, engine=engine)
     if engine:   # the engine's own gradient reduce-scatter and parameter all-gather
         plan = plan + engine_ops(spec, mcfg, dims, dtype_size(cfg.dtype), zero)
+    if halves == 2:   # one exchange of the noise prediction per denoising step
+        plan = plan + [("fwd", cfg_exchange_op(mcfg, shape, dtype_size(cfg.dtype)))]
     reps = cfg.sample_steps if cfg.mode == "sample" else 1
     comm_s = {k: v * reps for k, v in plan_times(profile, plan, dims, cfg.a2a).items()}
     wire = {k: v * reps for k, v in plan_wire(plan, dims).items()}
 
     rate = profile.flops(cfg.dtype)
-    factor = flops_factor(cfg)
+    factor = flops_factor(cfg) / halves   # per rank: CFG parallel runs one of the two passes
     compute = compute_seconds(cfg, mcfg, spec, sp, profile, compiled, T, S)
     mem = memory(spec, mcfg, shape, sp, dims.dp, cfg.dtype, cfg.mode, plan, zero)
     state_bytes = opt_state_bytes(cfg.dtype, zero)        # per parameter (cost_memory.static_bytes)

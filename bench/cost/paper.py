@@ -92,21 +92,29 @@ def consistency() -> list[dict]:
 
 
 def inference(emit) -> list[dict]:
+    """v1's inference latencies (CFG as a batch of 2, as OpenSora v1.0 samples), and the same 8
+    GPUs with CFG parallelism (`cfg_parallel`: cond and uncond on two groups of SP 4, one exchange
+    of the noise prediction per step), which the paper's 45 s and 22 s did not use."""
     prof, base = load_profile("h800-nvlink"), RunConfig(**INFER)
     refs = {r["method"]: float(r["latency_s"]) for r in _paper("v1_inference.csv")}
-    cases = [("1x H800", "single", 1, refs["single"]), ("8x H800 Ulysses", "ulysses", 8, refs["ulysses_deepspeed"]),
-             ("8x H800 Ulysses (every attention)", "ulysses_all", 8, refs["ulysses_deepspeed"]),
-             ("8x H800 DSP", "dsp", 8, refs["dsp"]), ("8x H800 Ring", "ring", 8, None),
-             ("8x H800 Megatron-SP", "megatron_sp", 8, None)]
+    cases = [("1x H800", "single", 1, 1, False, refs["single"]),
+             ("8x H800 Ulysses", "ulysses", 8, 8, False, refs["ulysses_deepspeed"]),
+             ("8x H800 Ulysses (every attention)", "ulysses_all", 8, 8, False, refs["ulysses_deepspeed"]),
+             ("8x H800 DSP", "dsp", 8, 8, False, refs["dsp"]), ("8x H800 Ring", "ring", 8, 8, False, None),
+             ("8x H800 Megatron-SP", "megatron_sp", 8, 8, False, None),
+             ("2x H800 CFG parallel (2 x 1)", "single", 2, 1, True, None),
+             ("8x H800 Ulysses, CFG parallel (2 x SP 4)", "ulysses", 8, 4, True, None),
+             ("8x H800 DSP, CFG parallel (2 x SP 4)", "dsp", 8, 4, True, None)]
     rows = []
-    for label, m, g, ref in cases:
-        r = emit(predicted_record(replace(base, method=m, gpus=g, sp=g), prof))
+    for label, m, g, sp, cfg_parallel, ref in cases:
+        r = emit(predicted_record(replace(base, method=m, gpus=g, sp=sp, cfg_parallel=cfg_parallel), prof))
         t = r["step_time_median_s"]
         mfu = implied_mfu("stdit-xl", 80, 1024, 1 / ref, g, prof.peak_flops["bf16"], mode="sample",
                           passes=INFER_STEPS * 2)[0] if ref else None
-        rows.append({"setting": label, "method": m, "gpus": g, "predicted_s": t,
-                     "compute_s": r["predicted_compute_time_s"], "comm_s": r["predicted_comm_time_s"],
-                     "paper_s": ref, "error": t / ref - 1 if ref else None, "paper_mfu": mfu})
+        rows.append({"setting": label, "method": m, "gpus": g, "sp": sp, "cfg_parallel": cfg_parallel,
+                     "predicted_s": t, "compute_s": r["predicted_compute_time_s"],
+                     "comm_s": r["predicted_comm_time_s"], "paper_s": ref, "error": t / ref - 1 if ref else None,
+                     "paper_mfu": mfu})
     return rows
 
 

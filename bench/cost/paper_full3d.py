@@ -21,6 +21,8 @@ MODELS = ("full3d-14b", "full3d-joint-14b")
 TRAIN = dict(dtype="bf16", grad_ckpt=True, backend="nccl", mode="train", shard="S", zero=2)
 SAMPLE_STEPS = 50   # assumption: Wan 2.1's default T2V sampler steps
 CFG_BATCH = 2       # assumption: classifier-free guidance as a batch of 2 (cond + uncond): cfg=True
+# CFG parallelism (xDiT, VideoSys): cond and uncond on two halves of the GPUs, SP = GPUs / 2 inside each
+CFG_PARALLEL_METHODS = ("ulysses", "usp", "ring", "allgather_kv")
 
 
 def _fmt(x, spec=".3f"):
@@ -73,8 +75,11 @@ def inference(emit, profile: str = "h100-ib") -> list[str]:
            f"(assumed), bf16, {profile}, SP = GPUs (8: one NVLink node; 16: two nodes over InfiniBand)", "",
            "Cells: seconds per video (of which exposed communication; pad: the padded share of the tokens, "
            "S = 1560 padded to 1568 at SP 16); n/a as above; heads % SP: the method splits heads and 40 do "
-           "not divide by 16.", "",
-           "| model | video | T x S | GPUs | " + " | ".join(METHODS) + " | best |", "|" + "---|" * (5 + len(METHODS))]
+           "not divide by 16. cfgp+X: CFG parallel, the cond and uncond passes on two halves of the GPUs running X "
+           "at SP = GPUs / 2 (batch 1 per call), the noise prediction exchanged with the peer GPU once per step "
+           "(at 16 GPUs the pair crosses nodes).", "",
+           "| model | video | T x S | GPUs | " + " | ".join(METHODS + _CFGP) + " | best |",
+           "|" + "---|" * (5 + len(METHODS) + len(_CFGP))]
     for model in MODELS:
         for video, (T, S) in SHAPES.items():
             for gpus in (8, 16):
@@ -82,14 +87,19 @@ def inference(emit, profile: str = "h100-ib") -> list[str]:
     return out
 
 
+_CFGP = tuple(f"cfgp+{m}" for m in CFG_PARALLEL_METHODS)
+
+
 def _inference_row(emit, prof, model, video, T, S, gpus) -> str:
     cells, rates = [], {}
-    for m in METHODS:
-        cfg = RunConfig(method=m, model=model, frames=T, spatial=S, batch=1, cfg=True, gpus=gpus, sp=gpus,
-                        mode="sample", sample_steps=SAMPLE_STEPS, dtype="bf16", backend="nccl", shard="S")
+    runs = [(m, m, gpus, False) for m in METHODS] + [(f"cfgp+{m}", m, gpus // 2, True) for m in CFG_PARALLEL_METHODS]
+    for name, m, sp, cfg_parallel in runs:
+        cfg = RunConfig(method=m, model=model, frames=T, spatial=S, batch=1, cfg=True, gpus=gpus, sp=sp,
+                        cfg_parallel=cfg_parallel, mode="sample", sample_steps=SAMPLE_STEPS, dtype="bf16",
+                        backend="nccl", shard="S")
         r = emit(predicted_record(cfg, prof))
         t = r["step_time_median_s"] if r["samples_per_s"] else None
-        rates[m] = 1 / t if t else None
+        rates[name] = 1 / t if t else None
         cells.append(f"{t:.1f} ({_fmt(r['predicted_comm_time_s'], '.1f')} comm{_pad(r)})" if t else _cell(r, None))
     return f"| {model} | {video} | {T} x {S} | {gpus} | " + " | ".join(cells) + f" | {_best(rates)} |"
 

@@ -69,6 +69,8 @@ def consistency_md(rows, mfu_max) -> list[str]:
 
 def inference_md(rows) -> list[str]:
     out = ["## v1 inference latency: T=80, S=1024 (512x512), stdit-xl bf16, 100 sampling steps with CFG (batch 2 per call)",
+           "", "CFG parallel rows: cond and uncond passes on two groups of GPUs (SP inside each, batch 1 per call), "
+           "the noise prediction exchanged with the peer GPU once per step; the paper's latencies ran CFG as a batch of 2.",
            "", "| setting | predicted (s) | compute (s) | comm (s) | paper (s) | error | MFU the paper's latency implies |",
            "|---|---|---|---|---|---|---|"]
     for r in rows:

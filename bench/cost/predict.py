@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from dspbench.cost.autosp import resolved
-from dspbench.records.build import Outcome, build_record, unsupported_reason
+from dspbench.records.build import Outcome, build_record, per_video, unsupported_reason
 from dspbench.records.config import RunConfig, flops_factors
 from dspbench.cost.model import predict
 from dspbench.cost.hardware import Profile, available_profiles, load_profile
@@ -50,7 +50,8 @@ def predicted_record(cfg: RunConfig, profile: Profile, compiled: bool = False, v
              "comm_formula_match": None, "comm_symmetric": None, "flops_per_step": None,
              "mem_base_bytes_per_rank": None, "peak_mem_reset": None, "mem_peak_step": None, "rss_run_bytes": None, "mem_run_bytes": None, "mem_model": None,
              "placement": None, "phases_s": None, "compiled": compiled, "predicted_stages_s": None,
-             "predicted_end_to_end_s": None, "pipeline": None, **dict.fromkeys(INTERVAL_FIELDS)}
+             "predicted_end_to_end_s": None, "pipeline": None, "s_per_video": None, "s_per_sample_step": None,
+             **dict.fromkeys(INTERVAL_FIELDS)}
     if reason:
         rec = build_record(cfg if cfg.sp != "auto" else _sp1(cfg), Outcome("unsupported", reason), "predicted")
         return {**rec, **extra, "sp": cfg.sp if cfg.sp != "auto" else None, "environ": _environ(device_label(profile))}
@@ -91,7 +92,7 @@ def _placement(cfg: RunConfig, profile: Profile) -> dict:
     the model's, 'node0', ..., not hosts)."""
     from dspbench.methods.dims import Dims
     g = profile.gpus_per_node
-    return Dims(sp=int(cfg.sp), dp=cfg.gpus // int(cfg.sp)).placement([f"node{r // g}" for r in range(cfg.gpus)])
+    return Dims(sp=int(cfg.sp), dp=cfg.dp, cfg=cfg.cfg_degree).placement([f"node{r // g}" for r in range(cfg.gpus)])
 
 
 INTERVAL_FIELDS = ("step_time_low_s", "step_time_high_s", "ratio_to_dsp", "ratio_to_dsp_low", "ratio_to_dsp_high")
@@ -139,7 +140,7 @@ def throughput(cfg: RunConfig, step: float, profile: Profile) -> dict:
             "step_times_s": [step], "samples_per_s": samples, "tokens_per_s": samples * cfg.frames * cfg.spatial,
             "flops_per_step": flops, "hardware_flops_per_step": hw,
             "mfu": flops / step / (cfg.gpus * peak) if peak else None,
-            "hfu": hw / step / (cfg.gpus * peak) if peak else None}
+            "hfu": hw / step / (cfg.gpus * peak) if peak else None, **per_video(cfg, step)}
 
 
 # ---------------------------------------------------------------- command (arguments: bench/cost/cli.py)

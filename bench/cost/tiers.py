@@ -41,6 +41,8 @@ def members(op: str, group: str, ranks: int, dims: Dims) -> list[int]:
     """World ranks of the first group an op of the plan runs in (all are alike under node-major
     placement). USP's sub-groups: Ulysses (its all-to-alls) consecutive, ring (its hops) strided;
     a "dp" op over the whole world (ZeRO sharding over every replica of SP-replicated parameters)."""
+    if group == "cfg":      # CFG parallelism's peer pair: rank r and r + world/2
+        return dims.cfg_groups()[0]
     if group == "dp":       # ZeRO's engine ops: ranks = the whole world (SP-replicated parameters)
         return list(range(dims.world)) if ranks == dims.world and ranks != dims.dp else dims.dp_groups()[0]
     sp = dims.sp_groups()[0]

@@ -41,6 +41,9 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                         "the padded keys; never refuses the shape (unsupported)")
     g.add_argument("--sample-steps", type=int, default=d.sample_steps, help="model calls per sample (sample mode)")
     g.add_argument("--cfg", action="store_true", help="sample mode: classifier-free guidance (cond + uncond as a batch of 2)")
+    g.add_argument("--cfg-parallel", action="store_true",
+                   help="with --cfg: cond and uncond passes on two halves of the ranks (world = 2 x sp x dp), "
+                        "each running the method in its half; the noise prediction is exchanged per step")
     g.add_argument("--zero", type=int, choices=ZERO_STAGES, default=d.zero,
                    help="ZeRO stage (train): 0 replicated AdamW (ours), 1 | 2 DeepSpeed's ZeRO over the DP x SP mesh")
     g.add_argument("--a2a", choices=A2A_STYLES, default=d.a2a,

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from dspbench.methods import Dims, get_method, padding
 from dspbench.models import Shape, get_config
 from dspbench.models.params import flops_per_sample, param_count
-from dspbench.records.config import RunConfig, flops_factors
+from dspbench.records.config import SAMPLE_TIMED_LOOP, RunConfig, flops_factors, guidance, sampler_for
 from dspbench.records.io import SCHEMA_VERSION
 
 # Dense (no sparsity) bf16/fp16 tensor-core peak FLOP/s per exact SKU, keyed by the name
@@ -56,16 +56,20 @@ def unsupported_reason(cfg: RunConfig) -> str | None:
     if cfg.sp == "auto":   # run_config resolves it first; reaching here means it could not
         return "--sp auto is resolved only with a hardware profile (--hardware)"
     sp = int(cfg.sp)
-    if sp < 1 or cfg.gpus % sp:
-        return f"sp={sp} does not divide gpus={cfg.gpus}"
+    if cfg.cfg_parallel and cfg.gpus % 2:
+        return f"cfg_parallel splits the world into a cond and an uncond half: gpus={cfg.gpus} is odd"
+    if sp < 1 or cfg.gpus % (sp * cfg.cfg_degree):
+        where = f"half of gpus={cfg.gpus} (one CFG group)" if cfg.cfg_parallel else f"gpus={cfg.gpus}"
+        return f"sp={sp} does not divide {where}"
     if cfg.zero and importlib.util.find_spec("deepspeed") is None:
         return f"zero={cfg.zero} runs on DeepSpeed's engine, which is not installed (pip install 'dspbench[deepspeed]')"
     if cfg.backend == "nccl" and cfg.launcher == "local":
         import torch
         if torch.cuda.device_count() < cfg.gpus:
             return f"nccl needs {cfg.gpus} CUDA devices here, found {torch.cuda.device_count()}"
+    # under CFG parallelism: the method's constraints inside one group (its sp x dp mesh); padding as --pad says
     reason = spec.check_pad(mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial),
-                            Dims(sp=sp, dp=cfg.gpus // sp, shard=cfg.shard), cfg.pad)
+                            Dims(sp=sp, dp=cfg.dp, shard=cfg.shard, cfg=cfg.cfg_degree), cfg.pad)
     # a library's precision/mode/backend limits (ring_flash, torch_cp); at sp 1 no library runs
     return reason or (spec.check_run(cfg.dtype, cfg.mode, cfg.backend) if sp > 1 else None)
 
@@ -115,7 +119,27 @@ def derived(cfg: RunConfig, metrics: dict) -> dict:
         "mfu": None if peak is None else per_sample * model_x * samples / (cfg.gpus * peak),
         "hfu": None if peak is None else per_sample * hw_x * samples / (cfg.gpus * peak),
         "peak_mem_bytes": max(metrics["peak_mem_bytes_per_rank"]),
+        **per_video(cfg, med),
     }
+
+
+def sampling_facts(cfg: RunConfig) -> dict:
+    """Sample mode: the sampler, how CFG ran and what the timed loop holds; null in other modes."""
+    if cfg.mode != "sample":
+        return {"sampler": None, "cfg_guidance": None, "sample_timed_loop": None}
+    try:
+        layout = get_config(cfg.model).layout
+    except KeyError:
+        layout = None
+    return {"sampler": layout and sampler_for(layout), "cfg_guidance": guidance(cfg),
+            "sample_timed_loop": SAMPLE_TIMED_LOOP}
+
+
+def per_video(cfg: RunConfig, median_s: float) -> dict:
+    """Sample mode: one timed step is the whole sampling loop of every replica's videos."""
+    sample = cfg.mode == "sample"
+    return {"s_per_video": median_s / cfg.global_batch if sample else None,
+            "s_per_sample_step": median_s / cfg.sample_steps if sample else None}
 
 
 SOURCES = ("measured", "predicted", "synthetic")
@@ -133,6 +157,7 @@ def build_record(cfg: RunConfig, outcome: Outcome, source: str = "measured") -> 
                                "oracle_max_abs_err", "oracle_errors", "comm_formula", "mfu", "hfu",
                                "engine_comm", "attn_kernel", "mem_model", "mem_run_bytes")}
     rec.update(empty)
+    rec.update(sampling_facts(cfg))
     m = outcome.metrics or {}
     rec.update({k: v for k, v in m.items() if k != "device_name"})
     if outcome.status == "ok" and m:

@@ -18,7 +18,8 @@ ZERO_STAGES = (0, 1, 2)
 IDENTITY = ("method", "model", "frames", "spatial", "batch", "gpus", "sp", "mode", "dtype", "backend",
             "grad_ckpt", "shard", "sample_steps", "warmup", "iters", "seed", "repeat")
 # Later fields: in the run_id only when not at their default, so earlier run_ids stay valid.
-IDENTITY_IF_SET = {"a2a": "single", "zero": 0, "cfg": False, "mem_budget_mib": 0, "pad": "auto"}
+IDENTITY_IF_SET = {"a2a": "single", "zero": 0, "cfg": False, "mem_budget_mib": 0, "pad": "auto",
+                   "cfg_parallel": False}
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class RunConfig:
                                 # never refuses the shape (methods/padding.py)
     bucket_weight: float = 0.0  # bucketed sweeps: this shape's share of the workload's samples (0: no
                                 # mix; set by a sweep's `buckets`, records/buckets.py); not in the run_id
+    cfg_parallel: bool = False  # sample mode with cfg: cond and uncond passes on two halves of the world
+                                # (each sp x dp), exchanging the noise prediction per step
     sp_auto: bool = False       # set when `sp = "auto"` chose sp (the memory model's minimum): records say
                                 # each method ran at its own minimum SP; not in the run_id
     timeout_s: float = 600.0    # whole run, local launcher: then status timeout
@@ -59,8 +62,13 @@ class RunConfig:
     video: str = ""             # FRAMESxHEIGHTxWIDTH that frames, spatial came from (--video); not in the run_id
 
     @property
+    def cfg_degree(self) -> int:
+        """2 under CFG parallelism (two rank groups), else 1."""
+        return 2 if self.cfg_parallel else 1
+
+    @property
     def dp(self) -> int:
-        return self.gpus // int(self.sp)
+        return self.gpus // (int(self.sp) * self.cfg_degree)
 
     @property
     def global_batch(self) -> int:
@@ -68,8 +76,9 @@ class RunConfig:
 
     @property
     def model_batch(self) -> int:
-        """What one model call sees per replica: the batch, doubled by classifier-free guidance."""
-        return self.batch * (2 if self.cfg else 1)
+        """What one model call sees per replica: the batch, doubled by classifier-free guidance run as
+        a batch of two (CFG parallelism gives each half of the world one of the two passes)."""
+        return self.batch * (2 if self.cfg and not self.cfg_parallel else 1)
 
     def validate(self) -> None:
         """Static errors in the configuration itself (not method constraints: those are `unsupported`)."""
@@ -95,6 +104,9 @@ class RunConfig:
             raise ValueError(f"mem_budget_mib must be >= 0 (0: no emulated budget), got {self.mem_budget_mib}")
         if self.cfg and self.mode != "sample":
             raise ValueError(f"cfg (classifier-free guidance) is a sampling option: it needs mode sample, got {self.mode!r}")
+        if self.cfg_parallel and not (self.cfg and self.mode == "sample"):
+            raise ValueError("cfg_parallel splits classifier-free guidance's two passes over two rank groups: it "
+                             f"needs mode sample with cfg, got mode {self.mode!r}, cfg {self.cfg}")
         self.validate_names()
 
     def validate_names(self) -> None:
@@ -140,3 +152,20 @@ def flops_factors(cfg: RunConfig) -> tuple[float, float]:
         return 3.0, 4.0 if cfg.grad_ckpt else 3.0
     calls = cfg.sample_steps * (2 if cfg.cfg else 1) if cfg.mode == "sample" else 1
     return float(calls), float(calls)
+
+
+# What sample mode's timed loop holds (bench/run/sampler.py), in the record's words.
+SAMPLE_TIMED_LOOP = ("the K denoising steps only (model calls, guidance, scheduler update); text encoder and "
+                     "VAE not run (synthetic caption features and latents)")
+
+
+def sampler_for(layout: str) -> str:
+    """The sampler a model family ships with: rectified flow for OpenSora v1.2 (stdit3) and the Wan
+    class (full3d*), DDIM over DDPM's betas for OpenSora v1.0 (stdit) and the rest."""
+    return "flow" if layout == "stdit3" or layout.startswith("full3d") else "ddim"
+
+
+def guidance(cfg: RunConfig) -> str:
+    """How sample mode runs classifier-free guidance: none, batch (cond + uncond as a batch of 2) or
+    parallel (on two rank groups)."""
+    return "parallel" if cfg.cfg_parallel else "batch" if cfg.cfg else "none"

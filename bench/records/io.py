@@ -5,8 +5,10 @@ Fields (units in the name where it matters):
 - identity/config: run_id, method, model, batch (per DP replica), frames (T), spatial (S),
   hidden, depth, heads, params, world_size, sp, dp, mode, dtype, backend, grad_ckpt, shard,
   sample_steps, warmup, iters, seed, repeat, launcher, a2a (single | list), zero (0 | 1 | 2), cfg,
-  pad (auto | never) (these four enter the run_id only when not at their default); bucket_weight
-  (a bucketed sweep's share of the samples for this shape, 0 otherwise; not in the run_id);
+  pad (auto | never), cfg_parallel (cond and uncond passes on two halves of the world),
+  mem_budget_mib (these enter the run_id only when not at their default); bucket_weight (a bucketed
+  sweep's share of the samples for this shape, 0 otherwise) and video (the FxHxW that T, S came
+  from) are not in the run_id;
 - padding (methods/padding.py, analytic): padded_frames, padded_spatial (what the method ran),
   pad_token_share, pad_attn_share, pad_comm_share (the pads' share of tokens, of attention's
   query x key work, of the step's SP wire bytes; null where the method cannot run the shape);
@@ -16,6 +18,10 @@ Fields (units in the name where it matters):
   mfu (model FLOPs, 3x forward in training / exact-SKU device peak; null where unknown, e.g. CPU),
   hfu and hardware_flops_per_step (with checkpointing's recompute), flops_per_step;
   attn_kernel {"sdpa": backend, "ring_block": kernel};
+- sampling (sample mode; null otherwise): s_per_video (median loop time / global batch: seconds of
+  the K-step loop per video), s_per_sample_step (median / K), sampler (ddim | flow), cfg_guidance
+  (none | batch | parallel), sample_timed_loop (what the timed loop holds: the denoising steps only,
+  text encoder and VAE outside it);
 - memory: peak_mem_bytes (max over ranks), peak_mem_bytes_per_rank (the timed steps' peak: reset
   after the oracle and the warm-up, peak_mem_reset), mem_base_bytes_per_rank, mem_run_bytes (the
   most a rank added over its base), mem_model (the memory model's bytes by part for this config),

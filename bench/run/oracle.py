@@ -84,6 +84,27 @@ def _forward_errors(spec, cfg, shape, dims, ref, par, inputs, dtype) -> dict:
             "ledger": led.totals(), "formula": spec.comm_bytes(cfg, shape, replace(dims, dp=1), dtype, "infer")}
 
 
+@torch.no_grad()
+def cfg_parallel_errors(spec, cfg: ModelConfig, shape: Shape, dims, steps: int, scheduler: str = "ddim",
+                        seed: int = 0, device: torch.device = torch.device("cpu"), dtype=torch.float32) -> dict:
+    """CFG parallelism against one device: the whole sampling loop (`steps` model calls, guidance,
+    scheduler updates) with cond and uncond as one batch of two on the unsharded model, beside this
+    rank's loop with the method inside its CFG group and the exchange with its peer. Same weights,
+    same latents and captions on both halves; the ledger beside the formula of the parallel loop."""
+    from dspbench.methods.spec import sample_comm_bytes
+    from dspbench.run.sampler import sample
+    torch.manual_seed(seed)
+    ref = build_model(cfg).to(device=device, dtype=dtype)
+    par = spec.parallelize(copy.deepcopy(ref), dims)
+    x, _, y, _ = make_inputs(cfg, shape, seed=seed + 1, dtype=dtype, device=device)
+    out_r = sample(ref, x, y, steps, cfg.in_channels, "batch", kind=scheduler)
+    with Ledger() as led:
+        out_p = sample(par, x, y, steps, cfg.in_channels, "parallel", dims, kind=scheduler)
+    return {"output": (out_p.float() - out_r.float()).abs().max().item(), "output_scale": out_r.abs().max().item(),
+            "grads": None, "worst_param": None, "input_grad": None, "grad_scale": None,
+            "ledger": led.totals(), "formula": sample_comm_bytes(spec, cfg, shape, replace(dims, dp=1), dtype, steps)}
+
+
 def _param_grad_error(ref, par) -> tuple[float, str | None]:
     ref_params = dict(ref.named_parameters())
     err, worst = 0.0, None

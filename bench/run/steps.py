@@ -6,6 +6,7 @@ import torch
 from dspbench.methods.common import sync_data_parallel_grads, sync_replicated_grads
 from dspbench.models import Shape, make_inputs
 from dspbench.run.oracle import mse
+from dspbench.run.sampler import sample
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 DATA_CACHE_BYTES = 256 << 20   # pre-generate at most this much input; cycle beyond
@@ -59,14 +60,11 @@ def make_optimizer(model, dtype: str, lr: float = 1e-4):
     return MasterWeights(model, lr)
 
 
-# OpenSora v1.0's guidance scale (its configs/opensora/inference/*.py: scheduler cfg_scale=7.0).
-CFG_SCALE = 7.0
-
-
 def make_step(mode: str, model, dims, optimizer=None, sample_steps: int = 10, in_channels: int = 4,
-              engine=None, cfg: bool = False):
+              engine=None, guidance: str = "none", scheduler: str = "ddim"):
     """A callable batch -> loss tensor (train) or None. `engine`: DeepSpeed's (ZeRO 1/2), which
-    reduces the gradients and steps the optimizer itself; `cfg`: classifier-free guidance."""
+    reduces the gradients and steps the optimizer itself; `guidance`: classifier-free guidance in
+    sample mode (none | batch | parallel, run/sampler.py) with the `scheduler` (ddim | flow)."""
     if mode == "train" and engine is not None:
         def step(batch):
             x, t, y, target = batch
@@ -90,18 +88,8 @@ def make_step(mode: str, model, dims, optimizer=None, sample_steps: int = 10, in
             x, t, y, _ = batch
             model(x, t, y)
     else:
-        @torch.no_grad()
         def step(batch):
-            # K Euler steps of the reverse process, as a sampler calls the model K times per sample.
+            # K model calls per video with the model's scheduler (run/sampler.py); returns None
             x, _, y, _ = batch
-            if cfg:   # cond and uncond in one call of twice the batch; the null caption is zeros
-                y = torch.cat([y, torch.zeros_like(y)])
-            for k in range(sample_steps):
-                xin = torch.cat([x, x]) if cfg else x
-                t = torch.full((xin.shape[0],), 1000.0 * (1 - k / sample_steps), device=x.device)
-                eps = model(xin, t, y)[:, :in_channels]
-                if cfg:
-                    cond, uncond = eps.chunk(2)
-                    eps = uncond + CFG_SCALE * (cond - uncond)
-                x = x - eps / sample_steps
+            sample(model, x, y, sample_steps, in_channels, guidance, dims, scheduler)
     return step

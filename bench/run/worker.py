@@ -8,12 +8,13 @@ import torch
 
 from dspbench.records import environ
 from dspbench.run import measure
-from dspbench.records.config import RunConfig
+from dspbench.records.config import RunConfig, guidance, sampler_for
 from dspbench.methods import build_dims, comm, get_method
 from dspbench.methods.ledger import Ledger, untag
+from dspbench.methods.spec import sample_comm_bytes
 from dspbench.models import Shape, build_model, get_config
 from dspbench.methods.padding import padded_shape
-from dspbench.run.oracle import check_shape, oracle_errors, within_tolerance
+from dspbench.run.oracle import cfg_parallel_errors, check_shape, oracle_errors, within_tolerance
 from dspbench.run.progress import Progress
 from dspbench.run.steps import TORCH_DTYPES, DataStream, make_optimizer, make_step
 from dspbench.run.zero import init_deepspeed_comm, zero_engine
@@ -46,7 +47,7 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None,
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
     shape, spec = Shape(cfg.batch, cfg.frames, cfg.spatial), get_method(cfg.method)
     comm.set_a2a_style(cfg.a2a)   # before the oracle: it checks the transfer the run times
-    dims = build_dims(int(cfg.sp), cfg.shard)
+    dims = build_dims(int(cfg.sp), cfg.shard, cfg.cfg_degree)
     oracle = _oracle(cfg, spec, mcfg, shape, dims, device, dtype) if cfg.check else None
     clock.lap("oracle")
     if cfg.zero:   # import DeepSpeed before the baseline: its modules are not the run's memory
@@ -59,7 +60,8 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None,
     model = spec.apply(build_model(mcfg).to(device=device, dtype=dtype), dims, cfg.pad)
     engine = zero_engine(model, dims, cfg.zero, cfg.dtype, cfg.batch) if cfg.zero else None
     optimizer = make_optimizer(model, cfg.dtype) if cfg.mode == "train" and not engine else None
-    step = make_step(cfg.mode, model, dims, optimizer, cfg.sample_steps, mcfg.in_channels, engine, cfg.cfg)
+    step = make_step(cfg.mode, model, dims, optimizer, cfg.sample_steps, mcfg.in_channels, engine,
+                     guidance(cfg), sampler_for(mcfg.layout))
     data = DataStream(mcfg, cfg, comm.rank(dims.dp_group), cfg.warmup + cfg.iters + 2, device, dtype)
     clock.lap("build")
 
@@ -117,15 +119,26 @@ ORACLE_PARTS = ("output", "grads", "input_grad")   # oracle_max_abs_err is their
 
 def _oracle(cfg, spec, mcfg, shape, dims, device, dtype) -> dict:
     ocfg, oshape = check_shape(mcfg, shape, dims.sp)
+    if dims.cfg == 2:   # the whole sampling loop, both passes, against one device's batch-of-2 CFG
+        errs = cfg_parallel_errors(spec, ocfg, oshape, dims, cfg.sample_steps, sampler_for(mcfg.layout),
+                                   seed=cfg.seed, device=device, dtype=dtype)
+        return _checked({**errs, "shape": [oshape.batch, oshape.frames, oshape.spatial], "depth": ocfg.depth}, cfg,
+                        ledger=True)
     # A method that cannot train here (MethodSpec.check_run) is checked forward only, in infer/sample.
     backward = cfg.mode == "train" or spec.check_run(cfg.dtype, "train", cfg.backend) is None
     errs = oracle_errors(spec, ocfg, oshape, dims, seed=cfg.seed, device=device, dtype=dtype, backward=backward,
                          pad=cfg.pad)
     errs["shape"] = [oshape.batch, oshape.frames, oshape.spatial]
     errs["depth"] = ocfg.depth
-    if not within_tolerance(errs, cfg.dtype):
+    return _checked(errs, cfg)
+
+
+def _checked(errs: dict, cfg: RunConfig, ledger: bool = False) -> dict:
+    """`ledger`: the check's bytes must equal its formula too (the CFG exchange, counted or skipped)."""
+    if not within_tolerance(errs, cfg.dtype) or (ledger and errs["ledger"] != errs["formula"]):
         raise OracleMismatch(f"oracle check failed: output err {errs['output']:.3g}, grad err "
-                             f"{errs['grads']} ({errs['worst_param']}), input grad err {errs['input_grad']}")
+                             f"{errs['grads']} ({errs['worst_param']}), input grad err {errs['input_grad']}; "
+                             f"ledger == formula: {errs['ledger'] == errs['formula']}")
     return {k: errs[k] for k in (*ORACLE_PARTS, "shape", "depth")}
 
 
@@ -142,10 +155,11 @@ def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, m
     step_times = [max(r["times"][i] for r in per_rank) for i in range(len(times))]
     # CFG: every model call sees cond + uncond, twice the batch; ZeRO: the engine reduces gradients.
     fshape = Shape(cfg.model_batch, cfg.frames, cfg.spatial)
-    formula = spec.comm_bytes(mcfg, fshape, dims, TORCH_DTYPES[cfg.dtype],
-                              "train" if cfg.mode == "train" else "infer", engine=cfg.zero > 0)
-    if cfg.mode == "sample":   # K forward passes per step
-        formula = {k: v * cfg.sample_steps for k, v in formula.items()}
+    if cfg.mode == "sample":   # K forward passes per step, and the CFG exchange per pass under cfg_parallel
+        formula = sample_comm_bytes(spec, mcfg, fshape, dims, TORCH_DTYPES[cfg.dtype], cfg.sample_steps)
+    else:
+        formula = spec.comm_bytes(mcfg, fshape, dims, TORCH_DTYPES[cfg.dtype],
+                                  "train" if cfg.mode == "train" else "infer", engine=cfg.zero > 0)
     tagged = led.totals()
     model = memory(spec, mcfg, padded_shape(spec, mcfg, fshape, dims), dims.sp, dims.dp, cfg.dtype, cfg.mode,
                    spec.plan(mcfg, fshape, dims, cfg.dtype, "train" if cfg.mode == "train" else "infer",
