@@ -91,6 +91,10 @@ def test_calibrates_own_measurements_in_nccl_tests_format_round_trip(tmp_path, c
     written = sorted(p.name for p in logs.glob("*.log"))
     assert written == ["all_gather_perf.log", "all_reduce_perf.log", "alltoall_perf.log", "reduce_scatter_perf.log",
                        "sendrecv_perf.log"]
+    import socket
+    ar = parse_file(logs / "all_reduce_perf.log")[0]
+    assert ar.hosts == [socket.gethostname()] and ar.world == 2        # the ranks' own devices block
+    assert "N/A (not validated)" in (logs / "all_reduce_perf.log").read_text()    # in-place never timed: N/A
     d, _ = profile_from_logs([str(p) for p in sorted(logs.glob("*.log"))], "from-logs", base="emulated-cpu")
     a, b = load_profile(str(direct)).intra, from_dict(d).intra
     for op in a.busbw_GBps:

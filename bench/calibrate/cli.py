@@ -59,7 +59,10 @@ def add_calibrate_args(p: argparse.ArgumentParser) -> None:
                    help="nccl-tests logs (all_reduce/all_gather/reduce_scatter/alltoall/sendrecv_perf, one node or "
                         "several): fit the links of a profile on --base (default: the logs' GPU model's datasheet)")
     f.add_argument("--from-records", default=None, metavar="DIR",
-                   help="your own `dspbench run` records on that hardware: the compute efficiency they achieved")
+                   help="your own `dspbench run` records on that hardware: compute efficiency and dispatch from the "
+                        "baseline's steps, each method's own per-step work from its steps (bench/calibrate/"
+                        "from_records.py); other hardware or a dirty tree refused unless --force; with "
+                        "--from-nccl-tests, onto the profile made from the logs")
     f.add_argument("--nccl-tests-out", default=None, metavar="DIR",
                    help="also write this calibration's collective measurements in nccl-tests' format, one file per op")
     o = p.add_argument_group("output")

@@ -222,12 +222,21 @@ def calibrate_rank(opts: dict) -> dict | None:
     methods = bench_methods(opts.get("methods", ()), opts, sp) if ops else {}
     recheck = bench_compute(*shard, 2, device, opts.get("depth", 0))["fwd_bwd_s"]
     compute["recheck_s"] = recheck
-    facts = comm.all_gather_object({"compute": compute})
+    facts = comm.all_gather_object({"compute": compute, "rank": _rank_facts(device)})
     if comm.world_rank() != 0:
         return None
     slowest = min(facts, key=lambda f: f["compute"]["flops_per_s"])["compute"]
     return {"collectives": rows, "overlap": overlap, "compute": slowest, "gemm": gemm, "world": comm.world_size(),
-            "methods": methods, "a2a_styles": a2a_styles}
+            "methods": methods, "a2a_styles": a2a_styles, "ranks": [f["rank"] for f in facts]}
+
+
+def _rank_facts(device) -> dict:
+    """Where this rank ran, as nccl-tests' devices block lists it (calibrate --nccl-tests-out)."""
+    import socket
+    from dspbench.records.environ import device_name
+    local = (device.index or 0) if device.type == "cuda" else 0
+    return {"host": socket.gethostname(), "pid": os.getpid(), "local": local, "bus": f"{device.type}:{local}",
+            "device": device_name(device)}
 
 
 def _smaller(shard: tuple):

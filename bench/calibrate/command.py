@@ -58,6 +58,9 @@ def cmd_from_logs(args) -> int:
     """--from-nccl-tests: a profile from logs, no ranks started (bench/calibrate/from_logs.py)."""
     from dspbench.calibrate.from_logs import profile_from_logs
     prof, notes = profile_from_logs(args.from_nccl_tests, args.name, args.base)    # LogError: exit 2, nothing written
+    if args.from_records:            # links from the logs, compute from the records
+        from dspbench.calibrate.from_records import apply_records
+        notes += apply_records(prof, args.from_records, args.force)
     for n in notes:
         print(f"dspbench calibrate: {n}", file=sys.stderr)
     out = Path(args.output or f"results/profiles/{args.name}.toml")
@@ -69,14 +72,13 @@ def cmd_from_logs(args) -> int:
 
 def write_nccl_tests(result: dict, folder: str) -> None:
     """--nccl-tests-out: this calibration's collectives in nccl-tests' format, one file per op."""
-    import socket
     from dspbench.calibrate.nccl_logs import BINARIES, format_test
     rows = [r for r in result["collectives"] if "tier" not in r]
     Path(folder).mkdir(parents=True, exist_ok=True)
     for binary, op in BINARIES.items():
         mine = [r for r in rows if r["op"] == op]
         if mine:
-            Path(folder, f"{binary}.log").write_text(format_test(op, mine, [socket.gethostname()], "cpu (gloo)"))
+            Path(folder, f"{binary}.log").write_text(format_test(op, mine, result["ranks"]))
 
 
 def cmd_calibrate(args) -> int:

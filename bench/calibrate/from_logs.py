@@ -79,8 +79,11 @@ def profile_from_logs(paths: list[str], name: str, base: str | None = None) -> t
         for op, t in chosen.items():
             src[f"link.{tier}.{op}"] = (f"measured: nccl-tests log {t.where()} ({len(t.rows)} sizes, {t.world} ranks on "
                                         f"{len(t.hosts)} host(s), {t.op} {t.op_how}): out-of-place time, alpha-beta fit")
-        for op in sorted(set(OPS) - set(chosen)):
-            src[f"link.{tier}.{op}"] = f"kept from {base_name}: no nccl-tests log of {op} for this tier"
+        for op in sorted(set(OPS) - set(chosen)):     # span: only measured tables are read (cost/tiers.py)
+            src[f"link.{tier}.{op}"] = (
+                f"kept from {base_name}: no nccl-tests log of {op} for this tier" if tier != "span" else
+                f"no nccl-tests log of {op} across nodes: priced from link.intra and link.inter "
+                "(bench/cost/tiers.py reads span tables only)")
     d.setdefault("device", {})["gpus_per_node"] = max(_per_node(t) for t in tests)
     src["device.gpus_per_node"] = f"the logs' devices blocks ({', '.join(sorted({t.where() for t in tests}))})"
     return d, notes

@@ -26,7 +26,7 @@ from dspbench.methods.ledger import BUS_FACTOR
 
 BINARIES = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather", "reduce_scatter_perf": "reduce_scatter",
             "alltoall_perf": "all_to_all", "sendrecv_perf": "send_recv"}
-_DEVICE = re.compile(r"#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$")
+_DEVICE = re.compile(r"#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$")
 _ROW = re.compile(r"^\s*\d+\s+\d+\s+\w+")
 
 
@@ -126,6 +126,10 @@ def _finish(t: Test) -> None:
     if not t.op:
         t.op, t.op_how = _infer_op(t), "inferred from its counts and bus factor"
     n, factor = t.world, BUS_FACTOR[t.op](t.world)
+    _check_counts(t)
+    if len({r[0] for r in t.rows}) < 2:
+        raise LogError(f"{t.file}:{t.rows[0][2]}: a truncated table: {len(t.rows)} row(s); a latency + bandwidth "
+                       "fit needs at least 2 sizes")
     for size, time_s, line, count, algbw, busbw, *_ in t.rows:
         if busbw is not None and time_s > 0:
             expect = size / time_s / 1e9 * factor
@@ -135,6 +139,27 @@ def _finish(t: Test) -> None:
                                f"{time_s * 1e6:.2f} us for {t.op} on {n} ranks (expected {expect:.2f}): "
                                "a garbled row, or rows with wrong counts")
     t.last_line = max(t.last_line, t.rows[-1][2])
+
+
+TYPE_BYTES = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2, "float": 4,
+              "double": 8, "bfloat16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
+
+
+def _check_counts(t: Test) -> None:
+    """count = size / type bytes (/ ranks for all_gather and reduce_scatter: nccl-tests prints the
+    count each rank passes; alltoall logs are seen both ways, so either is accepted): a row that
+    breaks it is damaged, or its table is not of this devices block's ranks."""
+    per_rank = t.op in ("all_gather", "reduce_scatter", "all_to_all")
+    for size, _, line, count, _, _, dtype, _ in t.rows:
+        width = TYPE_BYTES.get(dtype)
+        if width is None:
+            raise LogError(f"{t.file}:{line}: unknown data type {dtype!r}")
+        if t.op == "all_to_all" and count * width == size:
+            continue
+        if count * width * (t.world if per_rank else 1) != size:
+            want = size // width // (t.world if per_rank else 1)
+            raise LogError(f"{t.file}:{line}: count {count} does not fit size {size} B of {dtype} for {t.op} on "
+                           f"{t.world} ranks (expected {want}): a damaged row, or rows with wrong counts")
 
 
 def _infer_op(t: Test) -> str:
@@ -167,15 +192,19 @@ def rows_for_fit(tests: list[Test]) -> list[dict]:
 
 
 # ---------------------------------------------------------------- writing (calibrate --nccl-tests-out)
-def format_test(op: str, rows: list[dict], hosts: list[str], device: str) -> str:
-    """calibrate's measurements of one op as nccl-tests prints them (out-of-place = in-place columns)."""
+def format_test(op: str, rows: list[dict], ranks: list[dict]) -> str:
+    """calibrate's measurements of one op as nccl-tests prints them. The devices block is the ranks'
+    own (host, pid, device: collectives._rank_facts); calibrate times out-of-place calls only and
+    does not validate results, so the in-place and #wrong cells are N/A. Time keeps 2 decimals of a
+    microsecond at every size (nccl-tests drops them above 100 us), which the round trip relies on."""
     binary = {v: k for k, v in BINARIES.items()}[op]
     n = rows[0]["ranks"]
-    lines = [f"# {binary} (written by dspbench calibrate --nccl-tests-out: measured, nccl-tests' format)",
-             f"# nThread 1 nGpus 1 minBytes {rows[0]['size']} maxBytes {rows[-1]['size']} step: 2(factor) "
+    lines = [f"# {binary} (written by dspbench calibrate --nccl-tests-out: measured, nccl-tests' format; in-place "
+             "not timed, results not validated: N/A)",
+             f"# nThread 1 nGpus 1 minBytes {rows[0]['size']} maxBytes {rows[-1]['size']} step: (--sizes) "
              "warmup iters: 1 iters: 5 agg iters: 1 validation: 0 graph: 0", "#", "# Using devices"]
-    lines += [f"#  Rank {r:2d} Group  0 Pid {1000 + r:6d} on {hosts[r % len(hosts)]:>10} device  0 [0x00] {device}"
-              for r in range(n)]
+    lines += [f"#  Rank {i:2d} Group  0 Pid {r['pid']:6d} on {r['host']:>10} device {r['local']:2d} [{r['bus']}] "
+              f"{r['device']}" for i, r in enumerate(ranks[:n])]
     lines += ["#", "#" + " " * 62 + "out-of-place                       in-place",
               "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
               "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)"]
@@ -184,8 +213,9 @@ def format_test(op: str, rows: list[dict], hosts: list[str], device: str) -> str
     for r in rows:
         us = r["time_s"] * 1e6
         alg = r["size"] / r["time_s"] / 1e9
-        cols = f"{us:8.2f} {alg:7.2f} {alg * f:7.2f}      0"
-        count = r["size"] // 4 // (n if op in ("all_gather", "reduce_scatter") else 1)
-        lines.append(f"{r['size']:12d} {count:13d}     float {redop:>7} {-1:7d} {cols} {cols}")
-    lines.append("# Out of bounds values : 0 OK")
+        count = r["size"] // 4 // (n if op in ("all_gather", "reduce_scatter", "all_to_all") else 1)
+        na = " ".join(f"{'N/A':>{w}}" for w in (6, 8, 7, 7, 6))
+        lines.append(f"{r['size']:12d} {count:13d}     float {redop:>7} {-1:7d} {us:8.2f} {alg:7.2f} "
+                     f"{alg * f:7.2f} {na}")
+    lines.append("# Out of bounds values : N/A (not validated)")
     return "\n".join(lines) + "\n"
