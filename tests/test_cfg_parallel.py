@@ -5,6 +5,7 @@ Oracle: the whole sampling loop (model calls, guidance at scale 7, scheduler upd
 device's loop with both passes as a batch of two, fp32, at world 4 (2 CFG groups x SP 2), and the
 ledger equals the method's sampling formula plus the exchange."""
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -170,3 +171,20 @@ def test_dispatch_counts_calls_not_passes():
     sample = dict(mode="sample", sample_steps=10, gpus=4, sp=2)
     assert dispatch_calls(RunConfig(**sample)) == dispatch_calls(RunConfig(cfg=True, **sample)) == 10
     assert dispatch_calls(RunConfig(cfg=True, cfg_parallel=True, **sample)) == 10
+
+
+def test_plan_ranks_cfg_parallel_candidates_in_sample_mode_with_cfg(capsys):
+    """`dspbench plan` tries CFG parallel beside CFG as a batch when the workload has --cfg (sample
+    mode), prices it with the cost model, and tries nothing of it otherwise."""
+    import json
+    from dspbench.cli import main
+    from dspbench.plan.axes import Request, candidates
+    base = RunConfig(model="stdit-small", frames=16, spatial=64, gpus=4, mode="sample", sample_steps=10)
+    assert {c.cfg_parallel for c in candidates(Request(replace(base, cfg=True), ("dsp",)))} == {False, True}
+    assert {c.cfg_parallel for c in candidates(Request(base, ("dsp",)))} == {False}
+    assert main(["plan", "--model", "stdit-small", "--frames", "16", "--spatial", "64", "--mode", "sample", "--cfg",
+                 "--sample-steps", "10", "--gpus", "4", "--hardware", "h100-ib", "--methods", "dsp", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    parallel = [r for r in rows if r["cfg_parallel"] == [True]]
+    assert parallel and all(r["dp"] * r["sp"] * 2 == 4 for r in parallel)
+    assert any(r["cfg_parallel"] == [False] for r in rows)
