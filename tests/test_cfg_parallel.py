@@ -34,6 +34,17 @@ def test_cfg_parallel_equals_single_device_cfg(rank_pool, method):
 
 
 @pytest.mark.gloo
+@pytest.mark.parametrize("method, sp", [(m, 4) for m in METHODS] + [("dsp", 2)])
+def test_cfg_parallel_at_world_8(rank_pool, method, sp):
+    """2 x SP 4, and 2 x (SP 2 x DP 2): each half's DP groups stay inside it (a few seconds)."""
+    res = rank_pool(8).run(ct.cfg_parallel_case, method, "stdit-tiny", (1, 4, 16), sp)
+    assert [r["cond"] for r in res] == [True] * 4 + [False] * 4
+    for r in res:
+        assert r["output"] <= RTOL * max(1.0, r["output_scale"]), r["output"]
+        assert r["ledger"] == r["formula"], (r["ledger"], r["formula"])
+
+
+@pytest.mark.gloo
 def test_cfg_parallel_flow_scheduler_on_full3d(rank_pool):
     res = rank_pool(4).run(ct.cfg_parallel_case, "ulysses", "full3d-tiny", (1, 4, 16), 2, 3, "flow")
     for r in res:
@@ -188,3 +199,16 @@ def test_plan_ranks_cfg_parallel_candidates_in_sample_mode_with_cfg(capsys):
     parallel = [r for r in rows if r["cfg_parallel"] == [True]]
     assert parallel and all(r["dp"] * r["sp"] * 2 == 4 for r in parallel)
     assert any(r["cfg_parallel"] == [False] for r in rows)
+
+
+def test_mesh_halves_peers_and_placement():
+    from dspbench.methods import Dims
+    d = Dims(sp=2, dp=2, cfg=2)
+    assert d.world == 8 and d.half == 4
+    assert d.sp_groups() == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert d.dp_groups() == [[0, 2], [1, 3], [4, 6], [5, 7]]       # DP inside each half
+    assert d.cfg_groups() == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    hosts = [f"n{r // 4}" for r in range(8)]                          # nodes of 4: one half per node
+    assert d.placement(hosts)["cfg_group_nodes"] == 2 and d.placement(hosts)["sp_group_nodes"] == 1
+    assert "cfg_group_nodes" not in Dims(sp=2, dp=4).placement(hosts)  # no CFG parallelism: as before
+    assert Dims(sp=2, dp=4).dp_groups() == [[0, 2, 4, 6], [1, 3, 5, 7]]
