@@ -18,7 +18,7 @@ from dspbench.reports.style import RC, colour, label, order
 MAX_PANELS = 4     # more panels make figures unreadable, and each costs ~0.15 s to draw
 MAX_BARS = 12      # configurations in a bar chart, wrapped in rows of BARS_PER_ROW
 BARS_PER_ROW = 6
-CONTEXT = ("model", "mode", "dtype", "batch", "hardware", "source")   # panel keys shown only if they vary
+CONTEXT = ("model", "mode", "dtype", "batch", "cfg_parallel", "hardware", "source")   # panel keys shown only if they vary
 OP_COLOURS = {"all_to_all": "#E69F00", "all_gather": "#56B4E9", "reduce_scatter": "#009E73",
               "send_recv": "#F0E442", "all_reduce": "#999999"}
 
@@ -55,10 +55,18 @@ def _varying(df: pd.DataFrame, cols=CONTEXT) -> list[str]:
     return [c for c in cols if c in df and df[c].nunique(dropna=False) > 1]
 
 
+def _ctx_text(k: str, v) -> str:
+    """A context value as a label says it: B=2, CFG parallel / CFG batch, else the value."""
+    if k == "batch":
+        return f"B={int(v)}"
+    if k == "cfg_parallel":
+        return "CFG parallel" if v else "CFG batch"
+    return str(v)
+
+
 def _panel_title(key: dict) -> str:
     shape = f"T={int(key['frames'])} S={int(key['spatial'])}" if "frames" in key else ""
-    ctx = " ".join(f"B={int(v)}" if k == "batch" else str(v) for k, v in key.items()
-                   if k not in ("frames", "spatial"))
+    ctx = " ".join(_ctx_text(k, v) for k, v in key.items() if k not in ("frames", "spatial"))
     return "\n".join(x for x in (ctx, shape) if x)
 
 
@@ -104,7 +112,8 @@ def _gpus(n) -> str:
 def _config_labels(df: pd.DataFrame, ctx: list[str]) -> list[str]:
     """'<varying context>\\n<n> GPUs T=.. S=..' per row: the x labels of bar charts."""
     rows = df[ctx + ["gpus", "frames", "spatial"]].itertuples(index=False)
-    return [" ".join(map(str, r[:len(ctx)])) + f"\n{_gpus(r[-3])} T={int(r[-2])} S={int(r[-1])}" for r in rows]
+    return [" ".join(_ctx_text(k, v) for k, v in zip(ctx, r[:len(ctx)]))
+            + f"\n{_gpus(r[-3])} T={int(r[-2])} S={int(r[-1])}" for r in rows]
 
 
 def _pick_configs(df: pd.DataFrame) -> tuple[list[str], list[str]]:

@@ -5,6 +5,7 @@ Oracle: the whole sampling loop (model calls, guidance at scale 7, scheduler upd
 device's loop with both passes as a batch of two, fp32, at world 4 (2 CFG groups x SP 2), and the
 ledger equals the method's sampling formula plus the exchange."""
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -30,6 +31,17 @@ def test_cfg_parallel_equals_single_device_cfg(rank_pool, method):
         assert r["output"] <= RTOL * max(1.0, r["output_scale"]), r["output"]
         assert r["ledger"] == r["formula"], (r["ledger"], r["formula"])
         assert r["ledger"]["cfg_exchange/send_recv.fwd"] > 0
+
+
+@pytest.mark.gloo
+@pytest.mark.parametrize("method, sp", [(m, 4) for m in METHODS] + [("dsp", 2)])
+def test_cfg_parallel_at_world_8(rank_pool, method, sp):
+    """2 x SP 4, and 2 x (SP 2 x DP 2): each half's DP groups stay inside it (a few seconds)."""
+    res = rank_pool(8).run(ct.cfg_parallel_case, method, "stdit-tiny", (1, 4, 16), sp)
+    assert [r["cond"] for r in res] == [True] * 4 + [False] * 4
+    for r in res:
+        assert r["output"] <= RTOL * max(1.0, r["output_scale"]), r["output"]
+        assert r["ledger"] == r["formula"], (r["ledger"], r["formula"])
 
 
 @pytest.mark.gloo
@@ -170,3 +182,33 @@ def test_dispatch_counts_calls_not_passes():
     sample = dict(mode="sample", sample_steps=10, gpus=4, sp=2)
     assert dispatch_calls(RunConfig(**sample)) == dispatch_calls(RunConfig(cfg=True, **sample)) == 10
     assert dispatch_calls(RunConfig(cfg=True, cfg_parallel=True, **sample)) == 10
+
+
+def test_plan_ranks_cfg_parallel_candidates_in_sample_mode_with_cfg(capsys):
+    """`dspbench plan` tries CFG parallel beside CFG as a batch when the workload has --cfg (sample
+    mode), prices it with the cost model, and tries nothing of it otherwise."""
+    import json
+    from dspbench.cli import main
+    from dspbench.plan.axes import Request, candidates
+    base = RunConfig(model="stdit-small", frames=16, spatial=64, gpus=4, mode="sample", sample_steps=10)
+    assert {c.cfg_parallel for c in candidates(Request(replace(base, cfg=True), ("dsp",)))} == {False, True}
+    assert {c.cfg_parallel for c in candidates(Request(base, ("dsp",)))} == {False}
+    assert main(["plan", "--model", "stdit-small", "--frames", "16", "--spatial", "64", "--mode", "sample", "--cfg",
+                 "--sample-steps", "10", "--gpus", "4", "--hardware", "h100-ib", "--methods", "dsp", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    parallel = [r for r in rows if r["cfg_parallel"] == [True]]
+    assert parallel and all(r["dp"] * r["sp"] * 2 == 4 for r in parallel)
+    assert any(r["cfg_parallel"] == [False] for r in rows)
+
+
+def test_mesh_halves_peers_and_placement():
+    from dspbench.methods import Dims
+    d = Dims(sp=2, dp=2, cfg=2)
+    assert d.world == 8 and d.half == 4
+    assert d.sp_groups() == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert d.dp_groups() == [[0, 2], [1, 3], [4, 6], [5, 7]]       # DP inside each half
+    assert d.cfg_groups() == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    hosts = [f"n{r // 4}" for r in range(8)]                          # nodes of 4: one half per node
+    assert d.placement(hosts)["cfg_group_nodes"] == 2 and d.placement(hosts)["sp_group_nodes"] == 1
+    assert "cfg_group_nodes" not in Dims(sp=2, dp=4).placement(hosts)  # no CFG parallelism: as before
+    assert Dims(sp=2, dp=4).dp_groups() == [[0, 2, 4, 6], [1, 3, 5, 7]]

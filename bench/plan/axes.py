@@ -61,8 +61,11 @@ AXES = (
     Axis("a2a", lambda r: A2A_STYLES, "all-to-all convention"),
     # CFG on/off is the workload (guidance doubles the work), not a setting: the user's --cfg.
     Axis("cfg", lambda r: (r.base.cfg,), "classifier-free guidance (sample mode, --cfg)"),
-    # e.g. Axis("cfg_parallel", lambda r: (False, True) if r.base.cfg else (False,), "CFG halves on 2 groups"),
-    #      Axis("pad", ...), Axis("ulysses_degree", lambda r: _divisors(...), "USP's Ulysses degree")
+    # CFG parallel (sample mode with --cfg): cond and uncond on two halves of the GPUs, SP inside each
+    # (an SP degree that does not divide half the GPUs is `unsupported` with its reason)
+    Axis("cfg_parallel", lambda r: (False, True) if r.base.cfg and r.base.mode == "sample" else (False,),
+         "CFG's two passes on two halves of the GPUs (sample mode with --cfg)"),
+    # e.g. Axis("pad", ...), Axis("ulysses_degree", lambda r: _divisors(...), "USP's Ulysses degree")
 )
 CORE = ("method", "sp", "grad_ckpt", "zero")     # a row's identity; the rest are variants
 

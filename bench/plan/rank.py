@@ -51,6 +51,8 @@ def describe(r: dict) -> str:
         bits += ["ckpt" if r["grad_ckpt"] else "no ckpt", f"ZeRO-{r['zero']}"]
     if r["sp"] > 1 and len(r["shard"]) == 1 and r["shard"][0] != "T":
         bits.append(f"shard {r['shard'][0]}")
+    if r.get("cfg_parallel") == [True]:
+        bits.append("CFG parallel")   # cond and uncond on two groups of sp x dp
     return ", ".join(bits)
 
 

@@ -16,7 +16,8 @@ def _score(r: dict, doc: dict) -> str:
 
 
 def _variants(r: dict) -> str:
-    return f"{'|'.join(r['shard'])} {'|'.join(r['a2a'])}"
+    cfgp = " cfg-parallel" if r.get("cfg_parallel") == [True] else ""   # dp counts one CFG group's replicas
+    return f"{'|'.join(r['shard'])} {'|'.join(r['a2a'])}{cfgp}"
 
 
 def row_line(r: dict, doc: dict) -> str:
