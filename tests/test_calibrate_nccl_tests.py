@@ -74,6 +74,10 @@ def test_one_and_two_node_logs_make_a_profile_predict_accepts(tmp_path, capsys):
     ar = rec["comm_time_s"]["all_reduce.bwd"]
     assert main(["predict", "--hardware", "h100-ib", *cfg]) == 0
     assert ar < json.loads(capsys.readouterr().out)["comm_time_s"]["all_reduce.bwd"] / 2
+    assert main(["plan", "--hardware", str(out), "--model", "stdit-xl", "--frames", "64", "--spatial", "1024",
+                 "--gpus", "16", "--dtype", "bf16", "--methods", "dsp,ulysses", "--top", "2", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert (plan["hardware"], plan["profile_kind"], plan["gpus_per_node"]) == ("from-logs", "calibrated", 8)
 
 
 @pytest.mark.parametrize("name, where", [

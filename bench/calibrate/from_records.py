@@ -12,12 +12,14 @@ no git where it ran) is accepted and noted.
 Compute, as calibrate's two-shape fit (profile.compute_terms) over every baseline record
 (method `single`, the no-SP step) of the most common dtype: what the cost model leaves of the
 measured step once its own optimizer and communication are subtracted is
-    FLOPs / (peak x efficiency) + modules x module_overhead_s x flops_factor / 3,
-fitted by least squares on relative error (a 30 ms step and a 2.5 s one weigh alike), the same
-terms bench/cost/model.py charges. A fit that makes no sense (either term <= 0) keeps one term:
-efficiency alone, no dispatch. Two constants do not carry across shapes far from the records' (on
-the H200's, held-out Wan 1.3B and STDiT-XL S 256 samples came out +21% to +114%, docs/cost-model.md):
-fit on records at the shapes you will predict.
+    FLOPs / (peak x efficiency) + modules x module_overhead_s x the model calls of the step,
+each term as bench/cost/model.py charges it (its prediction at efficiency 1; the difference a
+module_overhead_s of 1 s makes), fitted by least squares on relative error (a 30 ms step and a
+2.5 s one weigh alike). A fit that makes no sense (either term <= 0) keeps one term: efficiency
+alone, no dispatch. A base with a device curve ([compute.curve], which replaces efficiency) is
+refused. Two constants do not carry across shapes far from the records' (on the H200's, held-out
+Wan 1.3B and STDiT-XL S 256 samples came out +27% to +96%, docs/cost-model.md): fit on records
+at the shapes you will predict.
 Methods, as the emulated protocol does (bench/calibrate/methods.py): every other method's training
 steps at one SP degree (the most recorded one), measured minus this profile's prediction of
 that step (median over its records, never below 0), is `method_overhead_s[method]` at
@@ -36,7 +38,7 @@ from pathlib import Path
 from dspbench.calibrate.from_logs import GPU_BASES
 from dspbench.calibrate.nccl_logs import LogError
 from dspbench.cost.hardware import dumps, from_dict, load_profile
-from dspbench.cost.model import flops_factor, module_count, predict
+from dspbench.cost.model import predict
 from dspbench.records.config import RunConfig
 
 BASELINE = "single"
@@ -102,12 +104,17 @@ def fit_compute(base: dict, recs: list, dtype: str) -> tuple[float, float, list[
     unit = from_dict(probe)
     if dtype not in unit.peak_flops:
         raise LogError(f"{recs[0][0]}: the profile has no peak FLOP/s for {dtype}: pass --base with one")
+    if unit.curve:
+        raise LogError(f"{recs[0][0]}: the base profile has a device curve ([compute.curve]), which replaces "
+                       "efficiency: pass --base with a profile without one")
+    comp["module_overhead_s"] = 1.0
+    per_module = from_dict(probe)      # the dispatch the model charges per second of module overhead
     pts = []
     for where, r in recs:
         cfg = config_of(r)
         p = predict(cfg, unit)
         rest = r["step_time_median_s"] - p.optimizer_s - p.comm_total_s
-        pts.append((where, cfg, p.compute_s, module_count(cfg.model) * flops_factor(cfg) / 3, rest))
+        pts.append((where, cfg, p.compute_s, predict(cfg, per_module).compute_s - p.compute_s, rest))
     inv_e, over = _two_terms([(a / y, b / y) for _, _, a, b, y in pts if y > 0])
     lines = [f"{w} {c.model} {c.mode} T={c.frames} S={c.spatial}: measured step less optimizer and comm "
              f"{y * 1e3:.1f} ms, fitted {(a * inv_e + b * over) * 1e3:.1f} ms" for w, c, a, b, y in pts]
