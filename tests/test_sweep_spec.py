@@ -140,8 +140,7 @@ def test_paper_sweeps_hold_the_paper_settings():
 
 # ---------------------------------------------------------------- plan
 def test_points_a_method_cannot_run_become_unsupported_not_jobs(tmp_path):
-    path = write_spec(tmp_path, TINY + "[[grid]]\nmethod = ['ulysses', 'ring']\nzip = { gpus = [3], sp = [3] }\n"
-                                       "pad = ['never']\n")
+    path = write_spec(tmp_path, TINY + "[[grid]]\nmethod = ['ulysses', 'ring']\nzip = { gpus = [3], sp = [3] }\n")
     plan = make_plan(load_sweep(str(path)), "slurm", {}, set())
     assert [c.method for c in plan.todo] == ["ring"]    # T=4 does not divide by 3: ring pads it (--pad auto)
     assert [c.method for c, _ in plan.unsupported] == ["ulysses"]
