@@ -33,13 +33,14 @@ class AllGatherKVAttention(nn.Module):
         super().__init__()
         self.local, self.group = local, group
 
-    def forward(self, q, k, v, joint=None):
+    def forward(self, q, k, v, joint=None, kmask=None):
         # One buffer: one collective for K and V (one latency), and one reduce-scatter back.
         kv = comm.gather_from_seq(torch.cat([k, v], dim=-1), L_DIM, self.group, TAG)
         k_full, v_full = kv.chunk(2, dim=-1)
+        mask = None if kmask is None else kmask.gathered(self.group)   # padded keys (methods/padding.py)
         if joint is None:
-            return self.local(q, k_full, v_full)
-        return self.local(q, k_full, v_full, joint=joint)   # (o, text output, whole on every rank)
+            return self.local(q, k_full, v_full, kmask=mask)
+        return self.local(q, k_full, v_full, joint=joint, kmask=mask)   # (o, text output, whole on every rank)
 
 
 def _check(cfg, shape, dims):

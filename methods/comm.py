@@ -64,6 +64,13 @@ def size(group: Group) -> int:
     return dist.get_world_size(group) if is_initialized() else 1
 
 
+def group_ranks(group: Group) -> list[int]:
+    """World ranks of `group`'s members in group-rank order (set-up metadata, no collective)."""
+    if not is_initialized():
+        return [0]
+    return dist.get_process_group_ranks(group) if group is not None else list(range(world_size()))
+
+
 def barrier(group: Group = None) -> None:
     if is_initialized() and size(group) > 1:
         dist.barrier(group=group)

@@ -4,7 +4,8 @@ The token grid (B, T, S, C) enters the blocks sharded on T, so spatial attention
 and the MLP run locally. Around every attention over T the grid is switched to an S shard by one
 all-to-all and back by another: 2 switches per spatial+temporal layer, nothing inside any module.
 Each switch is stateless (in and out of the same seam), which keeps it correct under activation
-checkpointing's recompute. Non-divisible T or S is rejected by `check()` (no padding).
+checkpointing's recompute. Non-divisible T or S: padded (`pads`, methods/padding.py) or, with
+`--pad never`, rejected by `check()`.
 
 K sequence dims (the paper's general case; axial3d has T, H, W): T is still sharded at entry and
 every attention over another dim is local. Around attention over T the shard moves to the first
@@ -42,6 +43,12 @@ def applicability(cfg) -> str | None:
         return (f"{NOT_APPLICABLE} ({cfg.layout}'s self-attention spans {' x '.join(full[0])} at once; "
                 "DSP needs every attention to leave one sequence dim unattended)")
     return None
+
+
+def pads(cfg, extents: dict[str, int], dims) -> tuple[str, ...]:
+    """Padded when the degree does not divide them: T (sharded at entry) and, if no other dim
+    divides, the first other one (the switch target)."""
+    return (ENTRY,) + (() if switch_target(extents, dims.sp) else (next(d for d in extents if d != ENTRY),))
 
 
 def _check(cfg, shape, dims):
@@ -85,5 +92,5 @@ def _forward_ops(cfg, shape, dims, b):
 METHOD = MethodSpec(
     name="dsp", summary="dynamic switch between T and S shards (1 all-to-all per switch)",
     constraints="T % sp == 0 and S % sp == 0 (axial3d: H or W % sp == 0); any head count",
-    check=_check, parallelize=_parallelize, forward_ops=_forward_ops,
+    check=_check, parallelize=_parallelize, forward_ops=_forward_ops, pads=pads,
 )

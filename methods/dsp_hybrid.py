@@ -41,6 +41,11 @@ def _check(cfg, shape, dims):
     return reason
 
 
+def _pads(cfg, extents, dims):
+    """T (the entry shard) and, where temporal attention switches, DSP's switch target."""
+    return dsp.pads(cfg, extents, dims) if _kinds(cfg)[0] else (dsp.ENTRY,)
+
+
 def _parallelize(model, dims):
     seq, g = model.cfg.seq_dims, dims.sp_group
     shard_sequence(model, seq[dsp.ENTRY], g)
@@ -64,5 +69,5 @@ def _forward_ops(cfg, shape, dims, b):
 METHOD = MethodSpec(
     name=NAME, summary="DSP switches where attention is local along a dim, Ulysses head all-to-alls where it is not",
     constraints="T % sp == 0; S % sp == 0 if temporal attention; heads % sp == 0 if full attention",
-    check=_check, parallelize=_parallelize, forward_ops=_forward_ops,
+    check=_check, parallelize=_parallelize, forward_ops=_forward_ops, pads=_pads,
 )

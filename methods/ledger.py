@@ -33,9 +33,12 @@ def wire_bytes(op: str, payload: int, n: int) -> int:
     """Bytes one rank sends for an op of nccl-tests size `payload` in a group of n (exact integer)."""
     if op == "send_recv":
         return payload
-    mult = 2 if op == "all_reduce" else 1
+    if op == "all_reduce":
+        # A flat buffer of any size (a gradient sync): with n not dividing it (world 3) the ring's
+        # chunks are uneven and ranks send a chunk element more or less; counted rounded down.
+        return 2 * payload * (n - 1) // n
     assert payload * (n - 1) % n == 0, (op, payload, n)
-    return mult * payload * (n - 1) // n
+    return payload * (n - 1) // n
 
 
 @dataclass(frozen=True)

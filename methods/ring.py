@@ -4,6 +4,8 @@ Forward, N steps: attend q to the K, V block at hand while the next block is alr
 (batch_isend_irecv), merging partial outputs by log-sum-exp in fp32 (N-1 exchanges of K, V).
 Backward, N steps: K, V go around again (N-1 exchanges) and each block's dK, dV accumulator
 travels with it in fp32 and makes one last hop home (N exchanges). Any head count.
+Padded keys (methods/padding.py): each block is attended on its real keys only, and a block of pads
+only is skipped (still passed on: the bytes stay those of padded M).
 
 Joint text (full3d, MMDiT): the text q, k, v are replicated, so the text keys and values are one
 more local block every rank attends to (no exchange), and the text queries join the local queries:
@@ -24,6 +26,27 @@ from dspbench.methods.spec import MethodSpec, Op
 KV_TAG, DKV_TAG = 1, 2   # P2P message tags: the K,V and dK,dV streams between the same peers
 
 
+def _block_forward(q, k, v, scale, m):
+    """block_forward on the block's real keys (m: bool over its keys, None: all real); None if it has none."""
+    if m is None:
+        return block_forward(q, k, v, scale)
+    if not bool(m.any()):
+        return None
+    return block_forward(q, k[:, :, m], v[:, :, m], scale)
+
+
+def _block_backward(dout, q, k, v, out, lse, scale, aux, m):
+    """block_backward on the block's real keys; padded keys get zero dK, dV."""
+    if m is None:
+        return block_backward(dout, q, k, v, out, lse, scale, aux)
+    if not bool(m.any()):
+        return None, torch.zeros_like(k), torch.zeros_like(v)
+    dq, dk_m, dv_m = block_backward(dout, q, k[:, :, m], v[:, :, m], out, lse, scale, aux)
+    dk, dv = torch.zeros_like(k), torch.zeros_like(v)
+    dk[:, :, m], dv[:, :, m] = dk_m, dv_m
+    return dq, dk, dv
+
+
 def _merge(out, lse, blk_out, blk_lse):
     """Log-sum-exp merge of two partial softmax attentions, in fp32."""
     new_lse = torch.logaddexp(lse, blk_lse)
@@ -33,7 +56,7 @@ def _merge(out, lse, blk_out, blk_lse):
 
 class _RingAttention(Function):
     @staticmethod
-    def forward(ctx, q, k, v, kt, vt, group):
+    def forward(ctx, q, k, v, kt, vt, group, masks):
         ring, n = comm_async.RingExchange(group), comm.size(group)
         scale = q.shape[-1] ** -0.5
         kv = [k, v]
@@ -45,14 +68,16 @@ class _RingAttention(Function):
             out = blk_out.float()
         for step in range(n):
             pending = ring.start(kv, "ring_kv", KV_TAG) if step < n - 1 else None
-            blk_out, blk_lse, aux = block_forward(q, kv[0], kv[1], scale)
-            auxes.append(aux)
-            out, lse = (blk_out.float(), blk_lse) if out is None else _merge(out, lse, blk_out, blk_lse)
+            res = _block_forward(q, kv[0], kv[1], scale, masks[step])
+            auxes.append(None if res is None else res[2])
+            if res is not None:   # a block of padded keys only adds nothing (and is still passed on)
+                blk_out, blk_lse, _ = res
+                out, lse = (blk_out.float(), blk_lse) if out is None else _merge(out, lse, blk_out, blk_lse)
             if pending is not None:
                 kv = pending.wait()
         out = out.to(q.dtype)
         ctx.save_for_backward(q, k, v, kt, vt, out, lse)
-        ctx.group, ctx.scale, ctx.auxes, ctx.text_aux = group, scale, auxes, text_aux
+        ctx.group, ctx.scale, ctx.auxes, ctx.text_aux, ctx.masks = group, scale, auxes, text_aux, masks
         return out
 
     @staticmethod
@@ -67,8 +92,10 @@ class _RingAttention(Function):
             dq += dq_b
         for step in range(n):
             pending_kv = ring.start(kv, "ring_kv", KV_TAG) if step < n - 1 else None
-            dq_b, dk_b, dv_b = block_backward(dout, q, kv[0], kv[1], out, lse, ctx.scale, ctx.auxes[step])
-            dq += dq_b
+            dq_b, dk_b, dv_b = _block_backward(dout, q, kv[0], kv[1], out, lse, ctx.scale, ctx.auxes[step],
+                                               ctx.masks[step])
+            if dq_b is not None:
+                dq += dq_b
             if dkv is None:
                 acc = [dk_b.float(), dv_b.float()]
             else:
@@ -78,19 +105,22 @@ class _RingAttention(Function):
             if pending_kv is not None:
                 kv = pending_kv.wait()
         dk, dv = dkv.wait()   # after N hops each accumulator is back with the block's owner
-        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), dkt, dvt, None
+        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), dkt, dvt, None, None
 
 
 class RingAttention(nn.Module):
-    """Drop-in for LocalAttention: q, k, v (B', L/N, H, D) -> (B', L/N, H, D); `joint` as LocalAttention."""
+    """Drop-in for LocalAttention: q, k, v (B', L/N, H, D) -> (B', L/N, H, D); `joint` as LocalAttention.
+    `kmask` (methods/padding.KeyMask): the block each step holds is masked by its owner's key mask."""
 
     def __init__(self, group):
         super().__init__()
         self.group = group
 
-    def forward(self, q, k, v, joint=None):
+    def forward(self, q, k, v, joint=None, kmask=None):
         if comm.size(self.group) == 1:   # a ring of one is plain attention (no P2P to oneself)
-            return LocalAttention()(q, k, v, joint=joint)
+            return LocalAttention()(q, k, v, joint=joint, kmask=kmask)
+        n = comm.size(self.group)
+        masks = [None if kmask is None else kmask.from_peer(self.group, s).keys(q.device) for s in range(n)]
         L = q.shape[1]
         kt = vt = None
         if joint is not None:   # text queries join the local ones; text K, V are a local block
@@ -98,7 +128,7 @@ class RingAttention(nn.Module):
             kt, vt = (t.transpose(1, 2).contiguous() for t in joint[1:])
         # Kernels want (B', H, L, D) contiguous.
         q, k, v = (t.transpose(1, 2).contiguous() for t in (q, k, v))
-        o = _RingAttention.apply(q, k, v, kt, vt, self.group).transpose(1, 2)
+        o = _RingAttention.apply(q, k, v, kt, vt, self.group, masks).transpose(1, 2)
         return o if joint is None else (o[:, :L], None if joint[0] is None else o[:, L:])
 
 

@@ -23,6 +23,8 @@ from dspbench.methods.common import attentions, shard_divisible, shard_sequence
 from dspbench.methods.ring import _backward_ops, _forward_ops
 from dspbench.methods.spec import MethodSpec
 
+NO_KEY_MASK = ("ring-flash-attn's ring_flash_attn_func takes no key mask (use ring, its algorithm in our code, "
+               "or a shape the degree divides)")
 NAME = "ring_flash"
 
 
@@ -85,5 +87,5 @@ METHOD = MethodSpec(
     name=NAME, summary="ring-flash-attn's ring_flash_attn_func inside attention over the sharded dim",
     constraints="ring-flash-attn + flash-attn (CUDA) importable; the sharded dim % sp == 0; training in bf16 only",
     check=_check, parallelize=_parallelize, forward_ops=_forward_ops, backward_ops=_backward_ops,
-    check_run=_check_run,
+    check_run=_check_run, no_key_mask=NO_KEY_MASK,
 )

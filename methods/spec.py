@@ -8,8 +8,12 @@ A method module `methods/<name>.py` (or a plugin module, see docs/adding-a-metho
   through the blocks, analytically; the backward defaults to their conjugates;
 - `sharded_params(cfg) -> int`: parameters the method shards (excluded from the SP gradient sync);
 - `check_run(dtype, mode, backend) -> str | None` (optional): why this precision, mode or backend
-  cannot run (a library's limits: ring-flash-attn's fp32 backward, torch's CPU context parallel).
-`comm_bytes(...)` is derived from these and must equal the ledger exactly.
+  cannot run (a library's limits: ring-flash-attn's fp32 backward, torch's CPU context parallel);
+- `pads(cfg, extents, dims) -> names` (optional): the sequence dims padded to a multiple of the
+  degree when they do not divide (default: the sharded dim, `dims.shard`); `no_key_mask`: why the
+  method cannot mask padded keys (a library's attention), which refuses padding (methods/padding.py).
+`comm_bytes(...)` is derived from these, on the padded shape, and must equal the ledger exactly.
+`apply(model, dims, pad)` is `parallelize` plus the padding (callers use it, not parallelize).
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import torch
 
 from dspbench.models.config import ModelConfig, Shape
 from dspbench.models.params import param_count
+from dspbench.methods import padding
 from dspbench.methods.common import act_bytes, out_bytes
 from dspbench.methods.dims import Dims
 from dspbench.methods.ledger import key, wire_bytes
@@ -55,6 +60,10 @@ def _runs_anywhere(dtype: str, mode: str, backend: str) -> None:
     return None
 
 
+def _sharded_dim(cfg: ModelConfig, extents: dict[str, int], dims: Dims) -> tuple[str, ...]:
+    return (dims.shard,)
+
+
 @dataclass(frozen=True)
 class MethodSpec:
     name: str
@@ -69,6 +78,19 @@ class MethodSpec:
     # Activations, of the whole block stack, that autograd keeps at full sequence length rather than
     # the 1/sp shard (bench/cost/memory.py): Megatron-SP's gathered linear inputs.
     unsharded_saved: Callable[[ModelConfig], int] = _none
+    pads: Callable[[ModelConfig, dict, Dims], tuple[str, ...]] = _sharded_dim
+    no_key_mask: str = ""
+
+    def apply(self, model, dims: Dims, pad: str = "auto"):
+        """`parallelize`, then (pad `auto`, SP > 1) the padding of dims the degree does not divide."""
+        model = self.parallelize(model, dims)
+        if pad == "auto" and dims.sp > 1:
+            padding.install(model, self, dims)
+        return model
+
+    def check_pad(self, cfg: ModelConfig, shape: Shape, dims: Dims, pad: str = "auto") -> str | None:
+        """`check` under padding mode `pad` (`never`: `check` itself, word for word)."""
+        return padding.check(self, cfg, shape, dims, pad)
 
     def comm_bytes(self, cfg: ModelConfig, shape: Shape, dims: Dims, dtype=torch.float32,
                    mode: str = "train", tagged: bool = True, engine: bool = False) -> dict[str, int]:
@@ -95,7 +117,8 @@ def step_plan(spec: MethodSpec, cfg, shape, dims, dtype, mode, engine: bool = Fa
     shards others (Megatron-SP: the engine sees its SP group as model parallel)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    plan = _sp_plan(spec, cfg, shape, dims, dtype, mode) if dims.sp > 1 else []
+    # Padded dims move padded bytes (a no-op where the degree divides the shape).
+    plan = _sp_plan(spec, cfg, padding.padded_shape(spec, cfg, shape, dims), dims, dtype, mode) if dims.sp > 1 else []
     if engine:
         keep_sp_sum = spec.sharded_params(cfg) > 0
         return [(ph, o) for ph, o in plan if o.tag not in ("grad_sync", "dp_grad_sync")

@@ -23,6 +23,8 @@ from dspbench.methods.comm_dtensor import TorchContextParallelAttention, context
 from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
 from dspbench.methods.spec import MethodSpec, Op
 
+NO_KEY_MASK = ("torch's context-parallel SDPA takes no key mask here (use allgather_kv, its algorithm in our "
+               "code, or a shape the degree divides)")
 NAME = "torch_cp"
 TAGS = {"all_gather": "torch_cp_kv", "send_recv": "torch_cp_dkv", "all_to_all": "torch_cp_a2a"}
 
@@ -72,5 +74,5 @@ METHOD = MethodSpec(
                        "sharded dim",
     constraints="torch >= 2.7; the sharded dim % sp == 0; training on CUDA only (torch 2.13: no CPU backward)",
     check=_check, parallelize=_parallelize, forward_ops=_forward_ops, backward_ops=_backward_ops,
-    check_run=_check_run,
+    check_run=_check_run, no_key_mask=NO_KEY_MASK,
 )

@@ -28,14 +28,16 @@ class UlyssesAttention(nn.Module):
         super().__init__()
         self.local, self.group, self.gather_dim = local, group, gather_dim
 
-    def forward(self, q, k, v, joint=None):
+    def forward(self, q, k, v, joint=None, kmask=None):
         g, d = self.group, self.gather_dim
         q, k, v = (comm.all_to_all(t, H_DIM, d, g, "ulysses_qkv") for t in (q, k, v))
+        # Padded keys (methods/padding.py): gathering L gathers every rank's key mask too.
+        mask = None if kmask is None else kmask.gathered(g) if d == L_DIM else kmask
         if joint is None:
-            return comm.all_to_all(self.local(q, k, v), d, H_DIM, g, "ulysses_out")
+            return comm.all_to_all(self.local(q, k, v, kmask=mask), d, H_DIM, g, "ulysses_out")
         # Text joins the attended sequence: only where that is what was gathered (full3d: always L).
         assert d == L_DIM, "joint text needs the attended dim gathered (gather_dim == L)"
-        o, ot = self.local(q, k, v, joint=joint_heads(joint, g))
+        o, ot = self.local(q, k, v, joint=joint_heads(joint, g), kmask=mask)
         return comm.all_to_all(o, d, H_DIM, g, "ulysses_out"), gather_heads(ot, g, "ulysses_joint_out")
 
 

@@ -13,7 +13,7 @@ all-to-all undoes exactly that permutation. Correct, and 4 all-to-alls of M/N pe
 """
 from __future__ import annotations
 
-from dspbench.methods.common import act_bytes, attentions, heads_divisible, shard_divisible, shard_sequence
+from dspbench.methods.common import act_bytes, attentions, heads_divisible, shard_divisible, shard_sequence, text_bytes
 from dspbench.methods.spec import MethodSpec, Op
 from dspbench.methods.ulysses import B_DIM, L_DIM, UlyssesAttention
 
@@ -25,7 +25,7 @@ def _check(cfg, shape, dims):
 def _parallelize(model, dims):
     shard_sequence(model, dims.shard_dim, dims.sp_group)
     for attn in attentions(model):
-        gather = L_DIM if attn.axis == dims.shard_dim else B_DIM
+        gather = L_DIM if dims.shard_dim in attn.axes else B_DIM   # full3d: axes (T, S), axis None
         attn.inner = UlyssesAttention(attn.inner, dims.sp_group, gather_dim=gather)
     return model
 
@@ -34,7 +34,8 @@ def _forward_ops(cfg, shape, dims, b):
     # Every self-attention (one per sequence dim per layer) moves this rank's shard 4 times.
     shard, attns = act_bytes(cfg, shape, b) // dims.sp, cfg.n_self_attn
     return [Op("ulysses_qkv", "all_to_all", shard, 3 * attns),
-            Op("ulysses_out", "all_to_all", shard, attns)]
+            Op("ulysses_out", "all_to_all", shard, attns),
+            Op("ulysses_joint_out", "all_gather", text_bytes(cfg, shape, b), cfg.n_text_out)]   # full3d joint
 
 
 METHOD = MethodSpec(

@@ -88,11 +88,11 @@ class _MarkedLocal(nn.Module):
         super().__init__()
         self.local = local
 
-    def forward(self, q, k, v, joint=None, group=None, text_out=None):
+    def forward(self, q, k, v, joint=None, group=None, text_out=None, kmask=None):
         if joint is None:
-            o = self.local(q, k, v)
+            o = self.local(q, k, v, kmask=kmask)
         else:   # this rank's text heads join; the text output leaves through `text_out`
-            o, ot = self.local(q, k, v, joint=joint_heads(joint, group))
+            o, ot = self.local(q, k, v, joint=joint_heads(joint, group), kmask=kmask)
             text_out.append(ot)
         _FWD[-1] = "ulysses_out"
         if o.requires_grad:   # backward: its gradient is here, q, k, v go back next
@@ -115,15 +115,17 @@ class DeepSpeedUlyssesAttention(nn.Module):
         self.dist_attn = DistributedAttention(_MarkedLocal(local), group, scatter_idx=H_DIM, gather_idx=gather_dim)
         self.group = group
 
-    def forward(self, q, k, v, joint=None):
+    def forward(self, q, k, v, joint=None, kmask=None):
         _FWD.append("ulysses_qkv")
         text_out: list = []
+        # Padded keys (methods/padding.py): gathering L gathers every rank's key mask too.
+        mask = None if kmask is None else kmask.gathered(self.group) if self.batch_dim_idx == 0 else kmask
         try:
             if joint is None:
-                o = self.dist_attn(q, k, v, self.batch_dim_idx)
+                o = self.dist_attn(q, k, v, self.batch_dim_idx, kmask=mask)
             else:   # joint text only where the attended dim is gathered (full3d)
                 assert self.batch_dim_idx == 0, "joint text needs gather_dim == L"
-                o = self.dist_attn(q, k, v, 0, None, joint=joint, group=self.group, text_out=text_out)
+                o = self.dist_attn(q, k, v, 0, None, joint=joint, group=self.group, text_out=text_out, kmask=mask)
         finally:
             _FWD.pop()
         if o.requires_grad:   # backward: the output's all-to-all goes back first

@@ -42,15 +42,18 @@ class USPAttention(nn.Module):
         self.ulysses = ulysses
         self.attend = RingAttention(ring) if ring is not None else local
 
-    def forward(self, q, k, v, joint=None):
+    def forward(self, q, k, v, joint=None, kmask=None):
         g = self.ulysses
         if g is None:
-            return self.attend(q, k, v) if joint is None else self.attend(q, k, v, joint=joint)
-        # (B', L/N, H, D) -a2a(H->L)-> (B', L/r, H/u, D)
+            if joint is None:
+                return self.attend(q, k, v, kmask=kmask)
+            return self.attend(q, k, v, joint=joint, kmask=kmask)
+        # (B', L/N, H, D) -a2a(H->L)-> (B', L/r, H/u, D); padded keys' mask gathered alike
         q, k, v = (comm.all_to_all(t, H_DIM, L_DIM, g, "usp_qkv") for t in (q, k, v))
+        kmask = None if kmask is None else kmask.gathered(g)
         if joint is None:   # (B', L/r, H/u, D) -a2a(L->H)-> (B', L/N, H, D)
-            return comm.all_to_all(self.attend(q, k, v), L_DIM, H_DIM, g, "usp_out")
-        o, ot = self.attend(q, k, v, joint=joint_heads(joint, g))
+            return comm.all_to_all(self.attend(q, k, v, kmask=kmask), L_DIM, H_DIM, g, "usp_out")
+        o, ot = self.attend(q, k, v, joint=joint_heads(joint, g), kmask=kmask)
         return comm.all_to_all(o, L_DIM, H_DIM, g, "usp_out"), gather_heads(ot, g, "usp_joint_out")
 
 

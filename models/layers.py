@@ -22,14 +22,23 @@ class LocalAttention(nn.Module):
 
     `joint=(qt, kt, vt)` `(B, Ly, H, D)`: text tokens join the sequence (MMDiT joint attention);
     returns the token and the text outputs `(o, ot)`; qt None: text keys and values only, ot None.
+    `kmask`: which of the L keys are real (padding, methods/padding.py): a bool (L,) tensor, or an
+    object whose `keys(device)` gives it (None: all real); padded keys are left out.
     """
 
-    def forward(self, q, k, v, joint=None):
+    def forward(self, q, k, v, joint=None, kmask=None):
+        if kmask is not None:
+            m = kmask if isinstance(kmask, torch.Tensor) else kmask.keys(k.device)
+            if m is not None:
+                k, v = k[:, m], v[:, m]
         if joint is not None:
-            return joint_attend(self, q, k, v, joint)
-        # SDPA wants (B, H, L, D); transposes are views, the kernel handles strides.
-        o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
-        return o.transpose(1, 2)
+            return joint_attend(sdpa, q, k, v, joint)
+        return sdpa(q, k, v)
+
+
+def sdpa(q, k, v):
+    """Softmax attention on (B, L, H, D): SDPA wants (B, H, L, D); transposes are views, the kernel handles strides."""
+    return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)).transpose(1, 2)
 
 
 def joint_attend(attend, q, k, v, joint):

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dspbench.reports import captions, claims, derive, figures, figures_cost, headline, paper, render, render_html, sections, tables, tables_comm, tables_cost
+from dspbench.reports import (captions, claims, derive, figures, figures_cost, headline, paper, render, render_html,
+                              sections, tables, tables_buckets, tables_comm, tables_cost)
 from dspbench.reports.collect import Sweep, load_sweep
 from dspbench.reports.commvol import volume_table
 from dspbench.reports.fmt import Table
@@ -47,7 +48,8 @@ def analyse(results_dir, with_tables: bool = True) -> Analysis:
 def add_tables(a: Analysis) -> None:
     runs, best, sp = a.runs, a.best, a.speedups
     a.tables = [tables.throughput(runs, best, sp), tables.scaling(a.scaling), tables.memory(runs, best),
-                tables_comm.volume(a.volume), tables_comm.per_op_time(runs), *paper.tables(best, sp),
+                tables_comm.volume(a.volume), tables_comm.per_op_time(runs), *tables_buckets.tables(runs),
+                *paper.tables(best, sp),
                 tables_cost.predicted_vs_measured(runs, a.sweep.predicted), tables.details(a.agg)]
 
 

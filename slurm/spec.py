@@ -8,6 +8,9 @@ A sweep (`slurm/sweeps/<name>.toml`) has four tables:
 - `[[grid]]` (one or more; the points are their union): RunConfig fields mapped to lists of values
   (a cartesian product) plus an optional `zip` table (or list of tables) of equal-length lists that
   vary together, e.g. `zip = { gpus = [2, 4, 8], sp = [2, 4, 8] }`;
+  A grid may hold `buckets = [[T, S, weight], ...]` (or `bucket_file = "file.csv"`, OpenSora's
+  `resolution,frames,weight`, beside the sweep file): a mixed-shape workload, each bucket a point
+  with its frames, spatial and bucket_weight (bench/records/buckets.py; reports fold them);
 - `[cluster]`: overrides of the profile's keys for this sweep.
 The RunConfig dataclass is the schema: any other key, or a value of the wrong type, is an error that
 names the file and the key (STYLE.md item 7), raised before anything runs or is submitted.
@@ -24,12 +27,13 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from dspbench.records.buckets import BucketError, parse_buckets, read_bucket_file
 from dspbench.records.config import RunConfig
 
 HERE = Path(__file__).resolve().parent
 SWEEPS, CLUSTERS = HERE / "sweeps", HERE / "clusters"
 # The executor decides how ranks start; repeats come from `[sweep] repeats`.
-NOT_SWEEPABLE = ("launcher", "repeat", "sp_auto")     # sp_auto: set by sp = "auto" itself
+NOT_SWEEPABLE = ("launcher", "repeat", "sp_auto", "bucket_weight")   # set by sp = "auto", by `buckets`
 
 
 class SpecError(ValueError):
@@ -180,7 +184,7 @@ def load_sweep(name_or_path: str) -> SweepSpec:
     grids = [grids] if isinstance(grids, dict) else grids
     if not isinstance(grids, list):
         raise SpecError(f"{where}: grid must be [[grid]] tables, got {type(grids).__name__}")
-    parsed = [_grid(f"{where}: [[grid]] #{i + 1}", g, fixed) for i, g in enumerate(grids)]
+    parsed = [_grid(f"{where}: [[grid]] #{i + 1}", g, fixed, path.parent) for i, g in enumerate(grids)]
     for key in ("repeats", "configs_per_job"):
         if head.get(key, 1) < 1:
             raise SpecError(f"{where}: [sweep] {key} must be >= 1, got {head[key]}")
@@ -193,7 +197,7 @@ def load_sweep(name_or_path: str) -> SweepSpec:
                      fixed=fixed, grids=parsed, hardware=head.get("hardware", ""))
 
 
-def _grid(where: str, grid, fixed: dict) -> dict:
+def _grid(where: str, grid, fixed: dict, base: Path = SWEEPS) -> dict:
     if not isinstance(grid, dict):
         raise SpecError(f"{where}: must be a table, got {type(grid).__name__}")
     grid = dict(grid)
@@ -201,8 +205,9 @@ def _grid(where: str, grid, fixed: dict) -> dict:
     zips = [zips] if isinstance(zips, dict) else zips
     if not isinstance(zips, list):
         raise SpecError(f"{where}: zip must be a table or a list of tables, got {type(zips).__name__}")
+    mix = _buckets(where, grid.pop("buckets", None), grid.pop("bucket_file", None), fixed, base)
     axes = _axes(where, grid, fixed)
-    checked = [_axes(f"{where} zip", z, fixed) for z in zips]
+    checked = [_axes(f"{where} zip", z, fixed) for z in zips] + mix
     seen = set(axes)
     for z in checked:
         if len({len(v) for v in z.values()}) > 1:
@@ -212,6 +217,27 @@ def _grid(where: str, grid, fixed: dict) -> dict:
             raise SpecError(f"{where}: key {sorted(seen & set(z))[0]!r} appears twice in the grid")
         seen |= set(z)
     return {"axes": axes, "zips": checked}
+
+
+def _buckets(where: str, inline, file, fixed: dict, base: Path) -> list[dict]:
+    """`buckets` / `bucket_file` -> one zip of frames, spatial and bucket_weight (or none)."""
+    if inline is None and file is None:
+        return []
+    if inline is not None and file is not None:
+        raise SpecError(f"{where}: give buckets or bucket_file, not both")
+    clash = sorted({"frames", "spatial"} & set(fixed))
+    if clash:
+        raise SpecError(f"{where}: buckets set the shape: {clash[0]} must not be in [fixed]")
+    try:
+        if file is not None:
+            if not isinstance(file, str):
+                raise BucketError(f"bucket_file must be a path string, got {file!r}")
+            rows = read_bucket_file(base / file)
+        else:
+            rows = parse_buckets("buckets", inline)
+    except BucketError as e:
+        raise SpecError(f"{where}: {e}") from None
+    return [{"frames": [r[0] for r in rows], "spatial": [r[1] for r in rows], "bucket_weight": [r[2] for r in rows]}]
 
 
 def _axes(where: str, table, fixed: dict) -> dict:

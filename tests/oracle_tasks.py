@@ -16,16 +16,16 @@ def dims_for(sp: int, shard: str = "T"):
 
 
 def oracle_case(method: str, model: str, shape: tuple, sp: int, shard: str = "T", ckpt: bool = False,
-                a2a: str = "single", **over):
+                a2a: str = "single", pad: str = "auto", **over):
     cfg = get_config(model, grad_ckpt=ckpt, **over)
     shape = Shape(*shape)
     spec, dims = get_method(method), dims_for(sp, shard)
-    reason = spec.check(cfg, shape, dims)
+    reason = spec.check_pad(cfg, shape, dims, pad)
     if reason:
         return {"unsupported": reason}
     prev = comm.set_a2a_style(a2a)   # the pool's ranks outlive the test: put the default back
     try:
-        return oracle_errors(spec, cfg, shape, dims, seed=0)
+        return oracle_errors(spec, cfg, shape, dims, seed=0, pad=pad)
     finally:
         comm.set_a2a_style(prev)
 

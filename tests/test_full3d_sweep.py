@@ -31,14 +31,19 @@ def test_gpu_sweep_plans_wan_shapes_and_every_method():
     from dspbench.slurm.plan import make_plan
     from dspbench.slurm.spec import load_sweep
     plan = make_plan(load_sweep("full3d_wan"), "local", {}, set())
-    assert len(plan.points) == 4 * 2 * 9 * 3          # models x (480p, 720p) x methods x repeats
+    # models x (480p, 720p) x methods x repeats, and 14B at 480p sharded on T (padded 21 -> 24 frames)
+    assert len(plan.points) == 4 * 2 * 9 * 3 + 2 * 4 * 3
+    padded = [c for c in plan.points if c.shard == "T"]
+    assert {get_method(c.method).check_pad(get_config(c.model), Shape(1, 21, 1560), Dims(sp=8, shard="T"))
+            for c in padded} == {None}
     assert {(c.model, c.spatial, c.frames, c.shard) for c in plan.points} >= {
         ("full3d-14b", 1560, 21, "S"), ("full3d-14b", 3600, 21, "S")}
     # The methods' own verdicts (the plan's come after the environment's: no 8 GPUs here); the
     # library-backed methods are left out (their verdict depends on what is installed).
     reasons = {(c.model, c.method): get_method(c.method).check(get_config(c.model), Shape(c.batch, c.frames, c.spatial),
                                                                Dims(sp=c.sp, shard=c.shard))
-               for c in plan.points if c.method not in ("ring_flash", "ulysses_deepspeed", "torch_cp")}
+               for c in plan.points
+               if c.method not in ("ring_flash", "ulysses_deepspeed", "torch_cp") and c.shard == "S"}
     assert reasons[("full3d-14b", "dsp")].startswith(NOT_APPLICABLE)
     assert "heads=12 is not divisible" in reasons[("full3d-1.3b", "ulysses")]
     assert reasons[("full3d-1.3b", "usp")] is None and reasons[("full3d-14b", "ulysses")] is None

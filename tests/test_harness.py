@@ -55,7 +55,9 @@ def test_run_id_is_stable_and_ignores_where_it_runs():
 
 @pytest.mark.parametrize("kw, reason", [
     (dict(method="dsp", gpus=4, sp=3), "sp=3 does not divide gpus=4"),
-    (dict(method="ulysses", gpus=4, sp=4, frames=6), "frames T=6 is not divisible by the SP degree 4"),
+    (dict(method="ulysses", gpus=4, sp=4, frames=6, pad="never"), "frames T=6 is not divisible by the SP degree 4"),
+    # auto pads, but a head count the degree does not divide stays a refusal
+    (dict(method="ulysses", gpus=3, sp=3, frames=6), "heads=4 is not divisible by the SP degree 3"),
     # a library's own limits (MethodSpec.check_run): torch 2.13 has no CPU backward for its context parallel
     (dict(method="torch_cp", gpus=2, sp=2, mode="train", backend="gloo"), "no CPU backward"),
 ])
@@ -174,7 +176,7 @@ def test_cli_json_and_result_line(tmp_path):
 
 def test_cli_unsupported_exit_code(tmp_path):
     out = subprocess.run([sys.executable, "-m", "dspbench.cli", "run", "--method", "ulysses", "--gpus", "4",
-                          "--sp", "4", "--frames", "6", "--out", str(tmp_path)], capture_output=True, text=True)
+                          "--sp", "4", "--frames", "6", "--pad", "never", "--out", str(tmp_path)], capture_output=True, text=True)
     assert out.returncode == 3 and "unsupported" in out.stdout
 
 

@@ -54,12 +54,13 @@ def test_heads_not_divisible_rejected_for_head_splitting_methods(rank_pool, meth
 
 @pytest.mark.parametrize("method", METHODS)
 def test_frames_not_divisible_rejected_cleanly(rank_pool, method):
-    res = rank_pool(4).run(ot.oracle_case, method, "stdit-tiny", (1, 6, 16), 4)
+    # --pad never keeps the refusal, word for word (auto pads: tests/test_padding.py)
+    res = rank_pool(4).run(ot.oracle_case, method, "stdit-tiny", (1, 6, 16), 4, pad="never")
     assert "frames T=6 is not divisible by the SP degree 4" in res[0]["unsupported"]
 
 
 def test_dsp_rejects_spatial_not_divisible(rank_pool):
-    res = rank_pool(4).run(ot.oracle_case, "dsp", "stdit-tiny", (1, 4, 6), 4)
+    res = rank_pool(4).run(ot.oracle_case, "dsp", "stdit-tiny", (1, 4, 6), 4, pad="never")
     assert "spatial tokens S=6 is not divisible by the SP degree 4" in res[0]["unsupported"]
 
 

@@ -97,10 +97,10 @@ def test_unknown_sweep_name_lists_the_shipped_ones():
     ("paper_icml_scaling", 48),    # 6 methods x (4 weak + 5 strong), the 64-GPU point shared
     ("paper_inference", 21),       # (single + 6 methods on 8 GPUs) x 3 repeats
     ("plugin_vs_dsp", 18),         # dsp, dsp_overlap, ulysses x SP 2, 4 x 3 repeats
-    ("full3d_smoke", 6),
-    ("cfg_parallel_smoke", 7),
-    ("cfg_parallel_cpu", 12),      # (dsp, ulysses) x (CFG parallel at SP 2, CFG batch at SP 4) x 3 repeats     # 5 methods x CFG parallel at SP 2 + (dsp, ulysses) CFG batch at SP 4           # 6 methods on full3d-joint-tiny (DSP recorded not applicable)
-    ("full3d_wan", 216),           # 4 models x 480p/720p x 9 methods x 3 repeats
+    ("full3d_smoke", 6),           # 6 methods on full3d-joint-tiny (DSP recorded not applicable)
+    ("cfg_parallel_smoke", 7),     # 5 methods x CFG parallel at SP 2 + (dsp, ulysses) CFG batch at SP 4
+    ("cfg_parallel_cpu", 12),      # (dsp, ulysses) x (CFG parallel at SP 2, CFG batch at SP 4) x 3 repeats
+    ("full3d_wan", 240),           # 4 models x 480p/720p x 9 methods x 3 repeats + 2 x 4 methods T-sharded (padded) x 3
     ("multinode_smoke", 12),       # 6 methods x SP 2 (inside a node), 4 (across both) on 2 x 2
     ("multinode_2x4", 18),         # 6 methods x SP 2, 4 (inside a node), 8 (across both) on 2 x 4
 ])
@@ -141,9 +141,13 @@ def test_paper_sweeps_hold_the_paper_settings():
 def test_points_a_method_cannot_run_become_unsupported_not_jobs(tmp_path):
     path = write_spec(tmp_path, TINY + "[[grid]]\nmethod = ['ulysses', 'ring']\nzip = { gpus = [3], sp = [3] }\n")
     plan = make_plan(load_sweep(str(path)), "slurm", {}, set())
-    assert [c.method for c in plan.todo] == []          # T=4 and S=16 do not divide by 3
-    assert [c.method for c, _ in plan.unsupported] == ["ulysses", "ring"] and plan.jobs == []
+    assert [c.method for c in plan.todo] == ["ring"]    # T=4 does not divide by 3: ring pads it (--pad auto)
+    assert [c.method for c, _ in plan.unsupported] == ["ulysses"]
     assert "heads=4 is not divisible by the SP degree 3" in plan.unsupported[0][1]
+    never = write_spec(tmp_path, TINY + "pad = 'never'\n[[grid]]\nmethod = ['ulysses', 'ring']\n"
+                                 "zip = { gpus = [3], sp = [3] }\n", "never.toml")
+    plan = make_plan(load_sweep(str(never)), "slurm", {}, set())
+    assert [c.method for c, _ in plan.unsupported] == ["ulysses", "ring"] and plan.jobs == []
 
 
 def test_nccl_points_are_unsupported_locally_without_gpus():
@@ -213,7 +217,7 @@ def test_rank_command_maps_every_field_onto_dspbench_run():
     cfg = RunConfig(method="ring", gpus=4, sp=2, check=True, grad_ckpt=True, timeout_s=12.5, launcher="env",
                     inject_fault="hang@1", repeat=3, sp_auto=True, mem_budget_mib=99, zero=1, a2a="list",
                     cfg=True, cfg_parallel=True, threads=3, sample_steps=4, shard="S", seed=5, mode="sample",
-                    dtype="bf16", video="16x128x128")   # the defaults T 16, S 64 through a built-in's 8x VAE and 2x2 patch
+                    dtype="bf16", video="16x128x128", pad="never", bucket_weight=2.0)   # video: T 16, S 64 (8x VAE, 2x2 patch)
     unset = [f.name for f in fields(RunConfig) if getattr(cfg, f.name) == f.default]
     assert set(unset) <= {"model", "frames", "spatial", "batch", "backend", "warmup", "iters"}, unset  # every other field set
     argv = rank_command(cfg, "r.jsonl")

@@ -14,6 +14,11 @@ def add_predict_args(p: argparse.ArgumentParser) -> None:
                    help="price the host costs of torch.compile instead of eager (profiles with a [compute.curve])")
     g.add_argument("--vae", choices=("single", "tiled", "patch_parallel"), default="single",
                    help="sample mode: the VAE decode's variant in the whole-pipeline stages")
+    b = p.add_argument_group("bucketed workload (records/buckets.py): one record per bucket, then the mix")
+    b.add_argument("--buckets", default=None, metavar="TxS[:W],...",
+                   help="buckets as T x S tokens with weights, e.g. 21x1560:3,21x3600:1 (replaces --frames/--spatial)")
+    b.add_argument("--bucket-file", default=None, metavar="CSV",
+                   help="buckets in OpenSora's terms: a CSV resolution,frames,weight (480p, 720p or HxW pixels)")
     p.set_defaults(out="results/predicted")
 
 

@@ -34,6 +34,7 @@ from dspbench.cost.memory import memory, opt_state_bytes
 from dspbench.cost.hardware import Profile
 from dspbench.methods import Dims, get_method
 from dspbench.methods.spec import cfg_exchange_op, dtype_size
+from dspbench.methods.padding import padded_shape
 from dspbench.models import Shape, get_config
 from dspbench.models.params import flops_per_sample
 
@@ -122,19 +123,20 @@ def narrow_gemm_s(spec, mcfg, shape: Shape, sp: int, factor: int, profile: Profi
     return flops / profile.flops(dtype) * (full / narrow - 1)
 
 
-def compute_seconds(cfg: RunConfig, mcfg, spec, sp: int, profile: Profile, compiled: bool) -> float:
+def compute_seconds(cfg: RunConfig, mcfg, spec, sp: int, profile: Profile, compiled: bool, T: int, S: int) -> float:
     """This rank's compute per step: FLOPs at the profile's rate, or, where the profile has a device
     curve (bench/cost/curve.py), at the rate for this rank's GEMM and attention sizes, and no less
-    than the host's time to issue the kernels (eager launches are asynchronous: the larger wins)."""
+    than the host's time to issue the kernels (eager launches are asynchronous: the larger wins).
+    T, S: the grid every rank computes on (padded where the method pads, methods/padding.py)."""
     factor = flops_factor(cfg) / cfg.cfg_degree   # CFG parallel: this rank runs one of the two passes
-    step_flops = flops_per_sample(mcfg, Shape(1, cfg.frames, cfg.spatial)) * cfg.batch * factor
+    step_flops = flops_per_sample(mcfg, Shape(1, T, S)) * cfg.batch * factor
     curve = from_table(profile.curve)
     if curve is None:
         compute = step_flops / sp / profile.flops(cfg.dtype)
-        compute += narrow_gemm_s(spec, mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial), sp, factor, profile, cfg.dtype)
+        compute += narrow_gemm_s(spec, mcfg, Shape(cfg.batch, T, S), sp, factor, profile, cfg.dtype)
     else:
         peak = float(profile.peak_flops.get(cfg.dtype) or profile.flops(cfg.dtype))
-        costs = forward_costs(cfg.model, cfg.model_batch, cfg.frames, cfg.spatial, cfg.dtype)
+        costs = forward_costs(cfg.model, cfg.model_batch, T, S, cfg.dtype)
         # forward-equivalents of one call's batch (model_batch: 2B for CFG as a batch, B for CFG
         # parallel): train 3 (4 with checkpointing), sample its steps
         calls = cfg.sample_steps if cfg.mode == "sample" else (factor if cfg.mode == "train" else 1)
@@ -153,6 +155,10 @@ def predict(cfg: RunConfig, profile: Profile, compiled: bool = False) -> Predict
     shape = Shape(cfg.model_batch, cfg.frames, cfg.spatial)   # CFG as a batch: each call sees twice the batch
     halves = cfg.cfg_degree   # CFG parallel: each rank runs one pass of the two
     dims = Dims(sp=sp, dp=cfg.dp, shard=cfg.shard, cfg=halves)
+    # Padding (methods/padding.py): every rank computes and keeps its shard of the padded grid.
+    if cfg.pad == "auto":
+        shape = padded_shape(spec, mcfg, shape, dims)
+    T, S = shape.frames, shape.spatial
     plan_mode = "train" if cfg.mode == "train" else "infer"
     engine = zero > 0 and cfg.mode == "train"
     plan = spec.plan(mcfg, shape, dims, cfg.dtype, plan_mode, engine=engine)
@@ -166,7 +172,7 @@ def predict(cfg: RunConfig, profile: Profile, compiled: bool = False) -> Predict
 
     rate = profile.flops(cfg.dtype)
     factor = flops_factor(cfg) / halves   # per rank: CFG parallel runs one of the two passes
-    compute = compute_seconds(cfg, mcfg, spec, sp, profile, compiled)
+    compute = compute_seconds(cfg, mcfg, spec, sp, profile, compiled, T, S)
     mem = memory(spec, mcfg, shape, sp, dims.dp, cfg.dtype, cfg.mode, plan, zero)
     state_bytes = opt_state_bytes(cfg.dtype, zero)        # per parameter (cost_memory.static_bytes)
     optimizer = mem["optimizer"] / state_bytes * OPT_BYTES[cfg.dtype] / profile.optimizer_rate()
@@ -175,7 +181,7 @@ def predict(cfg: RunConfig, profile: Profile, compiled: bool = False) -> Predict
     ring = sum(v for k, v in comm_s.items() if k.startswith("ring_"))
     if profile.ring_overlap and ring:
         # per sample, as `compute`: factor already counts CFG's second call (shape's batch would count it twice)
-        per_call = Shape(cfg.batch, cfg.frames, cfg.spatial)
+        per_call = Shape(cfg.batch, T, S)
         hidden = profile.ring_overlap * min(ring, _attn_core_flops(mcfg, per_call, cfg.shard) * factor / sp / rate)
     # An emulated budget (CPU clusters) replaces the device's memory; the profile's reserved part
     # (the runtime's own working memory) still comes off it.

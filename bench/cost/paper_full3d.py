@@ -4,7 +4,9 @@ and by how much, beside the stdit tables of bench/cost/paper.py (status `predict
 Latent shapes (assumed, stated in the tables): 81 frames through Wan's VAE (4x temporal, 8x8
 spatial) and patch 1x2x2 give T = 21 latent frames of 52 x 30 tokens at 480p (832 x 480: S = 1560)
 and 80 x 45 at 720p (1280 x 720: S = 3600). T = 21 divides no SP degree, so every embedded method
-shards the flattened tokens of each frame (shard S), as xDiT splits the sequence.
+shards the flattened tokens of each frame (shard S), as xDiT splits the sequence. Where the degree
+does not divide S (1560 at SP 16) the methods pad it (methods/padding.py, `--pad auto`): the cells
+say the padded share of the tokens, which every rank computes and moves on.
 """
 from __future__ import annotations
 
@@ -27,9 +29,16 @@ def _fmt(x, spec=".3f"):
     return "-" if x is None else format(x, spec)
 
 
+def _pad(r) -> str:
+    """The padding's share of the tokens, where there is one (records' pad_token_share)."""
+    share = r.get("pad_token_share")
+    return f", pad {share * 100:.1f}%" if share else ""
+
+
 def _cell(r, reason) -> str:
     if r["samples_per_s"]:
-        return f"{r['sp']} / {_fmt(r['samples_per_s'])}"
+        pad = _pad(r)
+        return f"{r['sp']} / {_fmt(r['samples_per_s'])}" + (f" ({pad[2:]})" if pad else "")
     why = str(reason or r.get("error") or r["status"])
     # resolved() lists every degree's reason; DSP's is the same at each: not applicable.
     for needle, short in (("not applicable", "n/a"), ("predicted OOM", "no fit"), ("heads=", "heads % SP"),
@@ -64,10 +73,11 @@ def inference(emit, profile: str = "h100-ib") -> list[str]:
     prof = load_profile(profile)
     out = [f"## Today's video DiTs, inference: one video, {SAMPLE_STEPS} sampling steps, CFG batch {CFG_BATCH} "
            f"(assumed), bf16, {profile}, SP = GPUs (8: one NVLink node; 16: two nodes over InfiniBand)", "",
-           "Cells: seconds per video (of which exposed communication); n/a as above; heads % SP, S % SP: the "
-           "method's constraint fails (40 heads, S = 1560 do not divide by 16). cfgp+X: CFG parallel, the cond "
-           "and uncond passes on two halves of the GPUs running X at SP = GPUs / 2 (batch 1 per call), the noise "
-           "prediction exchanged with the peer GPU once per step (at 16 GPUs the pair crosses nodes).", "",
+           "Cells: seconds per video (of which exposed communication; pad: the padded share of the tokens, "
+           "S = 1560 padded to 1568 at SP 16); n/a as above; heads % SP: the method splits heads and 40 do "
+           "not divide by 16. cfgp+X: CFG parallel, the cond and uncond passes on two halves of the GPUs running X "
+           "at SP = GPUs / 2 (batch 1 per call), the noise prediction exchanged with the peer GPU once per step "
+           "(at 16 GPUs the pair crosses nodes).", "",
            "| model | video | T x S | GPUs | " + " | ".join(METHODS + _CFGP) + " | best |",
            "|" + "---|" * (5 + len(METHODS) + len(_CFGP))]
     for model in MODELS:
@@ -90,7 +100,7 @@ def _inference_row(emit, prof, model, video, T, S, gpus) -> str:
         r = emit(predicted_record(cfg, prof))
         t = r["step_time_median_s"] if r["samples_per_s"] else None
         rates[name] = 1 / t if t else None
-        cells.append(f"{t:.1f} ({_fmt(r['predicted_comm_time_s'], '.1f')} comm)" if t else _cell(r, None))
+        cells.append(f"{t:.1f} ({_fmt(r['predicted_comm_time_s'], '.1f')} comm{_pad(r)})" if t else _cell(r, None))
     return f"| {model} | {video} | {T} x {S} | {gpus} | " + " | ".join(cells) + f" | {_best(rates)} |"
 
 
@@ -124,7 +134,14 @@ DISCUSSION = """
   without a backward).
 - **Across two nodes (SP 16) USP wins by ~1.6x over Ring at 720p**: Ulysses cannot split 40 heads
   16 ways, USP runs 8 (NVLink) x 2 (InfiniBand ring), and the pure ring and all-gather KV pay
-  InfiniBand on every hop. At 480p S = 1560 does not divide by 16 (no padding in this suite).
+  InfiniBand on every hop. At 480p S = 1560 does not divide by 16: padded to 1568 (0.5% of the
+  tokens are pads, masked as keys; methods/padding.py), USP runs 24.8 s per video (23.1 joint),
+  3.0-3.2x Ring and all-gather KV, which pay InfiniBand on every hop as at 720p.
+- **Where padding costs what at Wan's shapes** (`padding.waste`): sharding S, 480p pads 0.5% of
+  the tokens at SP 16 and none at SP 2-8; 720p (S = 3600) none up to SP 16. Sharding T instead
+  (21 frames) would pad 12.5% at SP 8 (24 frames) and 34% at SP 16 (32): the per-token compute
+  and the activation bytes grow by those shares and attention's query x key work by 23% and 57%,
+  which is why every embedded method here shards S.
 - **Joint text (MMDiT-style) is ~7% faster per video than cross-attention** at this size: it drops
   the cross-attention's q and output projections over every video token and adds only 512 keys to
   each attention; its communication adds one text-output all-gather of B x 512 x C per attention for

@@ -150,8 +150,12 @@ def cmd_predict(args) -> int:
     from dspbench.records.io import append_record, result_line
     if not args.hardware:
         raise ValueError(f"predict needs --hardware PROFILE ({', '.join(available_profiles())}, or a calibrated .toml)")
-    rec = predicted_record(config_from_args(args), load_profile(args.hardware), args.compiled, args.vae)
+    cfg, profile = config_from_args(args), load_profile(args.hardware)
     path = Path(args.records_file) if args.records_file else default_records_file(args.out)
+    buckets = bucket_args(args)
+    if buckets:
+        return predict_mix(cfg, profile, buckets, path)
+    rec = predicted_record(cfg, profile, args.compiled, args.vae)
     append_record(path, rec)
     if args.json:   # stdout is exactly one JSON document (json.load works); the RESULT line goes to stderr
         print(json.dumps(rec, sort_keys=True, default=str))
@@ -161,6 +165,42 @@ def cmd_predict(args) -> int:
         print(f"record appended to {path}", file=sys.stderr)
         print(result_line(rec))
     return {"predicted": 0, "unsupported": 3}.get(rec["status"], 1)
+
+
+def bucket_args(args) -> list[tuple[int, int, float]]:
+    from dspbench.records.buckets import parse_flag, read_bucket_file
+    if args.buckets and args.bucket_file:
+        raise ValueError("give --buckets or --bucket-file, not both")
+    if args.bucket_file:
+        return read_bucket_file(Path(args.bucket_file))
+    return parse_flag(args.buckets) if args.buckets else []
+
+
+def predict_mix(cfg: RunConfig, profile: Profile, buckets, path: Path) -> int:
+    """One predicted record per bucket (appended), then the mix: samples/s over it at this SP, the
+    padding waste, and each bucket's best SP degree among the divisors of the GPUs (not recorded)."""
+    from dataclasses import replace
+    from dspbench.records.buckets import mix
+    from dspbench.records.io import append_record
+    rows, recs = [], []
+    for t, s, w in buckets:
+        for sp in [d for d in range(1, cfg.gpus + 1) if cfg.gpus % d == 0]:
+            rec = predicted_record(replace(cfg, frames=t, spatial=s, bucket_weight=w, sp=sp), profile)
+            if rec["status"] == "predicted":
+                rows.append(rec)
+            if cfg.sp in (sp, str(sp)) or (cfg.sp == "auto" and rec.get("sp_auto")):
+                recs.append(rec)
+                append_record(path, rec)
+                print(summary(rec))
+    m = mix(rows)
+    here = m["per_sp"].get(int(cfg.sp) if cfg.sp != "auto" else None, {})
+    best = ", ".join(f"{t}x{s}: {m['best_sp'].get((t, s)) or '-'}" for t, s, _ in buckets)
+    rate = here.get("samples_per_s")
+    print(f"mix of {len(buckets)} buckets ({cfg.method} {cfg.model} gpus={cfg.gpus} sp={cfg.sp} on {profile.name}, "
+          f"predicted): {'-' if rate is None else f'{rate:.3g}'} samples/s over the mix; padding waste "
+          f"{(here.get('pad_token_share') or 0) * 100:.1f}% of tokens; best SP per bucket: {best}")
+    print(f"{len(recs)} records appended to {path}", file=sys.stderr)
+    return 0 if rate is not None else 3
 
 
 def summary(rec: dict) -> str:

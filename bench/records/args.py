@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
-from dspbench.records.config import A2A_STYLES, BACKENDS, DTYPES, LAUNCHERS, MODES, ZERO_STAGES, RunConfig
+from dspbench.records.config import A2A_STYLES, BACKENDS, DTYPES, LAUNCHERS, MODES, PAD_MODES, ZERO_STAGES, RunConfig
 
 
 def add_model_args(g) -> None:
@@ -36,6 +36,9 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--grad-ckpt", action="store_true", help="activation checkpointing per block (train)")
     g.add_argument("--shard", choices=("T", "S", "H", "W"), default=d.shard,
                    help="sequence dim embedded methods shard (T or S; axial3d: T, H or W)")
+    g.add_argument("--pad", choices=PAD_MODES, default=d.pad,
+                   help="a sharded dim the SP degree does not divide: auto pads it to the next multiple and masks "
+                        "the padded keys; never refuses the shape (unsupported)")
     g.add_argument("--sample-steps", type=int, default=d.sample_steps, help="model calls per sample (sample mode)")
     g.add_argument("--cfg", action="store_true", help="sample mode: classifier-free guidance (cond + uncond as a batch of 2)")
     g.add_argument("--cfg-parallel", action="store_true",
@@ -61,6 +64,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     h.add_argument("--inject-fault", default="", help=argparse.SUPPRESS)
     # set by a sweep that resolved sp = "auto" before the job: the record says so (not in the run_id)
     h.add_argument("--sp-auto", action="store_true", help=argparse.SUPPRESS)
+    # set by a bucketed sweep: this shape's share of the workload (records/buckets.py; not in the run_id)
+    h.add_argument("--bucket-weight", type=float, default=d.bucket_weight, help=argparse.SUPPRESS)
     h.add_argument("--hardware", default=None,
                    help="hardware profile (bench/cost/profiles/*.toml or a calibrated .toml): resolves --sp auto")
     o = p.add_argument_group("output")

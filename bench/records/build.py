@@ -9,7 +9,7 @@ import importlib.util
 import socket
 from dataclasses import asdict, dataclass
 
-from dspbench.methods import Dims, get_method
+from dspbench.methods import Dims, get_method, padding
 from dspbench.models import Shape, get_config
 from dspbench.models.params import flops_per_sample, param_count
 from dspbench.records.config import SAMPLE_TIMED_LOOP, RunConfig, flops_factors, guidance, sampler_for
@@ -67,11 +67,32 @@ def unsupported_reason(cfg: RunConfig) -> str | None:
         import torch
         if torch.cuda.device_count() < cfg.gpus:
             return f"nccl needs {cfg.gpus} CUDA devices here, found {torch.cuda.device_count()}"
-    # under CFG parallelism: the method's constraints inside one group (its sp x dp mesh)
-    reason = spec.check(mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial),
-                        Dims(sp=sp, dp=cfg.dp, shard=cfg.shard, cfg=cfg.cfg_degree))
+    # under CFG parallelism: the method's constraints inside one group (its sp x dp mesh); padding as --pad says
+    reason = spec.check_pad(mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial),
+                            Dims(sp=sp, dp=cfg.dp, shard=cfg.shard, cfg=cfg.cfg_degree), cfg.pad)
     # a library's precision/mode/backend limits (ring_flash, torch_cp); at sp 1 no library runs
     return reason or (spec.check_run(cfg.dtype, cfg.mode, cfg.backend) if sp > 1 else None)
+
+
+PAD_FIELDS = ("padded_frames", "padded_spatial", "pad_token_share", "pad_attn_share", "pad_comm_share")
+
+
+def padding_facts(cfg: RunConfig) -> dict:
+    """What padding makes of this configuration (methods/padding.py; analytic, so on every record):
+    the padded T and S the method runs, and the pads' share of tokens, attention work and SP bytes."""
+    empty = dict.fromkeys(PAD_FIELDS)
+    if cfg.sp == "auto":
+        return empty
+    try:
+        mcfg, spec = get_config(cfg.model), get_method(cfg.method)
+        shape, dims = Shape(cfg.model_batch, cfg.frames, cfg.spatial), Dims(sp=int(cfg.sp), shard=cfg.shard)
+        if cfg.pad == "never" or spec.check_pad(mcfg, shape, dims, cfg.pad):
+            return {**empty, "padded_frames": cfg.frames, "padded_spatial": cfg.spatial}
+        w = padding.waste(spec, mcfg, shape, dims, cfg.dtype, "train" if cfg.mode == "train" else "infer")
+    except (KeyError, TypeError, ValueError):
+        return empty
+    return {"padded_frames": w["padded"]["T"], "padded_spatial": w["padded"].get("S", cfg.spatial),
+            **{k: w[k] for k in PAD_FIELDS[2:]}}
 
 
 def model_facts(cfg: RunConfig) -> dict:
@@ -129,7 +150,8 @@ def build_record(cfg: RunConfig, outcome: Outcome, source: str = "measured") -> 
         raise ValueError(f"source {source!r} is not one of {SOURCES}")
     rec = {"schema_version": SCHEMA_VERSION, "source": source, "run_id": cfg.run_id(), "status": outcome.status,
            "error": outcome.error, **asdict(cfg), "world_size": cfg.gpus,
-           "sp": None if cfg.sp == "auto" else int(cfg.sp), "dp": None if cfg.sp == "auto" else cfg.dp, **model_facts(cfg)}
+           "sp": None if cfg.sp == "auto" else int(cfg.sp), "dp": None if cfg.sp == "auto" else cfg.dp,
+           **model_facts(cfg), **padding_facts(cfg)}
     empty = {k: None for k in ("step_time_median_s", "step_time_p10_s", "step_time_p90_s", "samples_per_s",
                                "tokens_per_s", "peak_mem_bytes", "losses", "comm_wire_bytes", "comm",
                                "oracle_max_abs_err", "oracle_errors", "comm_formula", "mfu", "hfu",

@@ -11,13 +11,15 @@ BACKENDS = ("gloo", "nccl")
 LAUNCHERS = ("local", "torchrun", "env", "slurm")
 STATUSES = ("ok", "unsupported", "oom", "timeout", "error")
 A2A_STYLES = ("single", "list")   # == methods.comm.A2A_STYLES (torch-free here)
+PAD_MODES = ("never", "auto")     # == methods.padding.PAD_MODES
 ZERO_STAGES = (0, 1, 2)
 
 # Fields that define what is measured: they make the run_id. Where and how it is launched do not.
 IDENTITY = ("method", "model", "frames", "spatial", "batch", "gpus", "sp", "mode", "dtype", "backend",
             "grad_ckpt", "shard", "sample_steps", "warmup", "iters", "seed", "repeat")
 # Later fields: in the run_id only when not at their default, so earlier run_ids stay valid.
-IDENTITY_IF_SET = {"a2a": "single", "zero": 0, "cfg": False, "mem_budget_mib": 0, "cfg_parallel": False}
+IDENTITY_IF_SET = {"a2a": "single", "zero": 0, "cfg": False, "mem_budget_mib": 0, "pad": "auto",
+                   "cfg_parallel": False}
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,10 @@ class RunConfig:
     cfg: bool = False           # sample mode: classifier-free guidance, cond + uncond as a batch of 2
     mem_budget_mib: int = 0     # emulated device memory per rank (CPU clusters): 0 = the device's own;
                                 # > 0: sp = auto fits against it, and a run that adds more is `oom`
+    pad: str = "auto"           # sharded dims the degree does not divide: auto pads them (keys masked),
+                                # never refuses the shape (methods/padding.py)
+    bucket_weight: float = 0.0  # bucketed sweeps: this shape's share of the workload's samples (0: no
+                                # mix; set by a sweep's `buckets`, records/buckets.py); not in the run_id
     cfg_parallel: bool = False  # sample mode with cfg: cond and uncond passes on two halves of the world
                                 # (each sp x dp), exchanging the noise prediction per step
     sp_auto: bool = False       # set when `sp = "auto"` chose sp (the memory model's minimum): records say
@@ -86,10 +92,14 @@ class RunConfig:
             raise ValueError(f"warmup must be >= 0, got {self.warmup}")
         if self.a2a not in A2A_STYLES:
             raise ValueError(f"a2a must be one of {A2A_STYLES}, got {self.a2a!r}")
+        if self.pad not in PAD_MODES:
+            raise ValueError(f"pad must be one of {PAD_MODES}, got {self.pad!r}")
         if self.zero not in ZERO_STAGES:
             raise ValueError(f"zero must be one of {ZERO_STAGES}, got {self.zero!r}")
         if self.zero and self.mode != "train":
             raise ValueError(f"zero={self.zero} shards training state: it needs mode train, got {self.mode!r}")
+        if self.bucket_weight < 0:
+            raise ValueError(f"bucket_weight must be >= 0 (0: not a bucket), got {self.bucket_weight}")
         if self.mem_budget_mib < 0:
             raise ValueError(f"mem_budget_mib must be >= 0 (0: no emulated budget), got {self.mem_budget_mib}")
         if self.cfg and self.mode != "sample":

@@ -5,8 +5,13 @@ Fields (units in the name where it matters):
 - identity/config: run_id, method, model, batch (per DP replica), frames (T), spatial (S),
   hidden, depth, heads, params, world_size, sp, dp, mode, dtype, backend, grad_ckpt, shard,
   sample_steps, warmup, iters, seed, repeat, launcher, a2a (single | list), zero (0 | 1 | 2), cfg,
-  cfg_parallel (cond and uncond passes on two halves of the world), mem_budget_mib (these enter the
-  run_id only when not at their default);
+  pad (auto | never), cfg_parallel (cond and uncond passes on two halves of the world),
+  mem_budget_mib (these enter the run_id only when not at their default); bucket_weight (a bucketed
+  sweep's share of the samples for this shape, 0 otherwise) and video (the FxHxW that T, S came
+  from) are not in the run_id;
+- padding (methods/padding.py, analytic): padded_frames, padded_spatial (what the method ran),
+  pad_token_share, pad_attn_share, pad_comm_share (the pads' share of tokens, of attention's
+  query x key work, of the step's SP wire bytes; null where the method cannot run the shape);
 - status: ok | unsupported | oom | timeout | error, `error` (message, naming the failing rank);
 - timing: step_time_median_s, step_time_p10_s, step_time_p90_s, step_times_s (per timed iteration,
   max over ranks); samples_per_s and tokens_per_s (global batch, tokens = B*T*S per sample);

@@ -37,14 +37,15 @@ def check_shape(cfg: ModelConfig, shape: Shape, sp: int) -> tuple[ModelConfig, S
 
 def oracle_errors(spec, cfg: ModelConfig, shape: Shape, dims, seed: int = 0,
                   device: torch.device = torch.device("cpu"), dtype=torch.float32, ref_dtype=None,
-                  backward: bool = True) -> dict:
+                  backward: bool = True, pad: str = "auto") -> dict:
     """Max abs errors of the parallel model (in `dtype`) against the single-device model (in
     `ref_dtype`, default the same dtype): same weights (the reference's, cast), same full input.
-    `backward=False`: the output alone (gradient errors None), for a method that cannot train here."""
+    `backward=False`: the output alone (gradient errors None), for a method that cannot train here.
+    `pad`: padding mode (methods/padding.py); the formula counts the padded shape either way."""
     ref_dtype = ref_dtype or dtype
     torch.manual_seed(seed)
     ref = build_model(cfg).to(device=device, dtype=ref_dtype)
-    par = spec.parallelize(copy.deepcopy(ref).to(dtype), dims)
+    par = spec.apply(copy.deepcopy(ref).to(dtype), dims, pad)
     x, t, y, target = make_inputs(cfg, shape, seed=seed + 1, dtype=ref_dtype, device=device)
     if not backward:
         return _forward_errors(spec, cfg, shape, dims, ref, par, (x, t, y), dtype)

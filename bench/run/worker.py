@@ -13,6 +13,7 @@ from dspbench.methods import build_dims, comm, get_method
 from dspbench.methods.ledger import Ledger, untag
 from dspbench.methods.spec import sample_comm_bytes
 from dspbench.models import Shape, build_model, get_config
+from dspbench.methods.padding import padded_shape
 from dspbench.run.oracle import cfg_parallel_errors, check_shape, oracle_errors, within_tolerance
 from dspbench.run.progress import Progress
 from dspbench.run.steps import TORCH_DTYPES, DataStream, make_optimizer, make_step
@@ -56,7 +57,7 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None,
     base_live = measure.live_heap_bytes() if device.type == "cpu" else None
 
     torch.manual_seed(cfg.seed)
-    model = spec.parallelize(build_model(mcfg).to(device=device, dtype=dtype), dims)
+    model = spec.apply(build_model(mcfg).to(device=device, dtype=dtype), dims, cfg.pad)
     engine = zero_engine(model, dims, cfg.zero, cfg.dtype, cfg.batch) if cfg.zero else None
     optimizer = make_optimizer(model, cfg.dtype) if cfg.mode == "train" and not engine else None
     step = make_step(cfg.mode, model, dims, optimizer, cfg.sample_steps, mcfg.in_channels, engine,
@@ -125,7 +126,8 @@ def _oracle(cfg, spec, mcfg, shape, dims, device, dtype) -> dict:
                         ledger=True)
     # A method that cannot train here (MethodSpec.check_run) is checked forward only, in infer/sample.
     backward = cfg.mode == "train" or spec.check_run(cfg.dtype, "train", cfg.backend) is None
-    errs = oracle_errors(spec, ocfg, oshape, dims, seed=cfg.seed, device=device, dtype=dtype, backward=backward)
+    errs = oracle_errors(spec, ocfg, oshape, dims, seed=cfg.seed, device=device, dtype=dtype, backward=backward,
+                         pad=cfg.pad)
     errs["shape"] = [oshape.batch, oshape.frames, oshape.spatial]
     errs["depth"] = ocfg.depth
     return _checked(errs, cfg)
@@ -159,7 +161,7 @@ def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, m
         formula = spec.comm_bytes(mcfg, fshape, dims, TORCH_DTYPES[cfg.dtype],
                                   "train" if cfg.mode == "train" else "infer", engine=cfg.zero > 0)
     tagged = led.totals()
-    model = memory(spec, mcfg, fshape, dims.sp, dims.dp, cfg.dtype, cfg.mode,
+    model = memory(spec, mcfg, padded_shape(spec, mcfg, fshape, dims), dims.sp, dims.dp, cfg.dtype, cfg.mode,
                    spec.plan(mcfg, fshape, dims, cfg.dtype, "train" if cfg.mode == "train" else "infer",
                              engine=cfg.zero > 0), cfg.zero)
     return {
