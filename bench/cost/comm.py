@@ -32,7 +32,7 @@ def group_link(profile: Profile, dims: Dims, group: str) -> Link:
     return profile.intra if dims.world <= g else profile.inter
 
 
-def plan_times(profile: Profile, plan, dims: Dims, a2a: str = "single") -> dict[str, float]:
+def plan_times(profile: Profile, plan, dims: Dims, a2a: str | None = None) -> dict[str, float]:
     """{'tag/op.phase': seconds per step} for a method's plan [(phase, Op)] (methods/spec.py), each
     call priced by the tiers its group (or USP sub-group) crosses (bench/cost/tiers.py). a2a "list":
     every all-to-all also pays the reference style's extra copies (Profile.a2a_list_extra_s_per_byte)."""
