@@ -134,6 +134,7 @@ def test_what_if_parsing():
     assert tiers.inter.time_s_op and tiers.inter.busbw_GBps
     edited = whatif.apply(tiers, [whatif.parse("link.inter=1Gbit/s")])
     assert not edited.inter.time_s_op and not edited.inter.busbw_GBps and edited.inter.bw_GBps == 0.125
+    assert tiers.span.time_s_op and not edited.span.time_s_op     # the node-spanning table crossed that link
     assert edited.intra == tiers.intra and edited.gpus_per_node == tiers.gpus_per_node
     for bad in ("link.inter=fast", "link.inter=5furlongs/s", "nope=1", "device.memory_gb"):
         with pytest.raises(ValueError, match="--what-if"):

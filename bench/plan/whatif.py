@@ -2,7 +2,8 @@
 ranking flips. Keys are the profile TOML's dotted paths (bench/cost/hardware.py); `link.intra` and
 `link.inter` alone mean that level's bandwidth, with a unit (GB/s, the default; Gb/s or Gbit/s;
 MB/s; Mbit/s). Setting a level's bandwidth drops what a calibration measured on it (per-op bus
-bandwidths and time tables, which would otherwise win), so the new rate is the one priced."""
+bandwidths and time tables, which would otherwise win; for link.inter also the node-spanning
+table, measured over it), so the new rate is the one priced."""
 from __future__ import annotations
 
 import copy
@@ -61,6 +62,8 @@ def apply(profile: Profile, edits: list[tuple[str, float]]) -> Profile:
         if path[:1] == ["link"] and leaf == "bw_GBps":
             for k in MEASURED:
                 table.pop(k, None)
+            if path == ["link", "inter"]:   # the node-spanning table was measured over this link too
+                raw.get("link", {}).pop("span", None)
         table[leaf] = value
     raw["link"] = _both_levels(profile.raw.get("link", {}), raw.get("link", {}))
     raw["name"] = f"{profile.name} [{', '.join(f'{k}={v:g}' for k, v in edits)}]"
