@@ -38,8 +38,12 @@ def test_another_sessions_process_competes_and_the_benchmarks_own_do_not():
 def test_load_and_spread_rules():
     quiet = {"loadavg_1m_before": 0.1, "cores": 2, "competing_cores": 0.05}
     assert noise.noisy_reasons(quiet, {"a/b": 0.1}) == []
-    assert "load 3.0 > 2 cores" in noise.noisy_reasons({**quiet, "loadavg_1m_before": 3.0})[0]
+    # the load average counts our own previous ranks: judged only where /proc cannot say who took the CPU
+    assert noise.noisy_reasons({**quiet, "loadavg_1m_before": 3.0}) == []
+    assert "load 3.0 > 2 cores" in noise.noisy_reasons({**quiet, "loadavg_1m_before": 3.0, "competing_cores": None})[0]
     assert "spread of a/b 40%" in noise.noisy_reasons(quiet, {"a/b": 0.4})[0]
+    assert noise.noisy_reasons({**quiet, "oversubscribed": True}, {"a/b": 0.4}) == []      # 4 ranks on 2 cores
+    assert "(> 60%)" in noise.noisy_reasons({**quiet, "oversubscribed": True}, {"a/b": 0.7})[0]
     assert noise.relative_spread({"median": 1.0, "p10": 0.9, "p90": 1.2}) == pytest.approx(0.3)
 
 
