@@ -32,6 +32,7 @@ class Dims:
     dp_group: Any = field(default=None, compare=False, repr=False)
     cfg: int = 1
     cfg_group: Any = field(default=None, compare=False, repr=False)
+    ulysses: int = 0    # USP's Ulysses degree u (ring r = sp / u); 0: the largest that divides the heads
 
     @property
     def world(self) -> int:
@@ -83,13 +84,13 @@ class Dims:
             raise ValueError(f"shard must be one of {sorted(SEQ_DIMS)}, got {self.shard!r}")
 
 
-def build_dims(sp: int, shard: str = "T", cfg: int = 1) -> Dims:
+def build_dims(sp: int, shard: str = "T", cfg: int = 1, ulysses: int = 0) -> Dims:
     """Create the SP and DP groups (and CFG peer pairs, `cfg` = 2) on the current world; every rank
     must call this."""
     world = comm.world_size()
     if world % (sp * cfg):
         raise ValueError(f"cfg({cfg}) * sp({sp}) does not divide the world size {world}")
-    dims = Dims(sp=sp, dp=world // (sp * cfg), shard=shard, cfg=cfg)
+    dims = Dims(sp=sp, dp=world // (sp * cfg), shard=shard, cfg=cfg, ulysses=ulysses)
     dims.validate(world)
     me = comm.world_rank()
     sp_group = dp_group = cfg_group = None
@@ -109,4 +110,5 @@ def build_dims(sp: int, shard: str = "T", cfg: int = 1) -> Dims:
         g = comm.new_group(ranks)
         if me in ranks:
             cfg_group = g
-    return Dims(sp=sp, dp=dims.dp, shard=shard, sp_group=sp_group, dp_group=dp_group, cfg=cfg, cfg_group=cfg_group)
+    return Dims(sp=sp, dp=dims.dp, shard=shard, sp_group=sp_group, dp_group=dp_group, cfg=cfg, cfg_group=cfg_group,
+                ulysses=ulysses)

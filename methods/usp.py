@@ -27,10 +27,11 @@ from dspbench.methods.ulysses import gather_heads, joint_heads
 L_DIM, H_DIM = 1, 2   # of q, k, v (B', L, H, D)
 
 
-def degrees(heads: int, sp: int) -> tuple[int, int]:
-    """(ulysses, ring) degrees: the largest u dividing both sp and heads, and r = sp / u."""
-    u = max(d for d in range(1, sp + 1) if sp % d == 0 and heads % d == 0)
-    return u, sp // u
+def degrees(heads: int, sp: int, ulysses: int = 0) -> tuple[int, int]:
+    """(ulysses, ring) degrees: the requested u (`--ulysses-degree`), else the largest u dividing
+    both sp and heads; r = sp / u. A requested u that does not divide sp is `check()`'s reason."""
+    u = ulysses or max(d for d in range(1, sp + 1) if sp % d == 0 and heads % d == 0)
+    return u, sp // u if sp % u == 0 else 0
 
 
 class USPAttention(nn.Module):
@@ -84,22 +85,25 @@ def _new_sub_groups(sp: int, u: int):
 
 
 def _check(cfg, shape, dims):
-    u, _ = degrees(cfg.heads, dims.sp)
-    if cfg.heads % u:   # by construction of the default degree; kept for explicit degrees
+    u, r = degrees(cfg.heads, dims.sp, dims.ulysses)
+    if not r:
+        return f"usp: the Ulysses degree {u} (--ulysses-degree) does not divide the SP degree {dims.sp}"
+    if cfg.heads % u:   # by construction of the default degree; an explicit one may not divide
         return f"usp splits heads over its Ulysses degree {u}: heads={cfg.heads} is not divisible"
     return shard_divisible(cfg, shape, dims)
 
 
 def _parallelize(model, dims):
     shard_sequence(model, dims.shard_dim, dims.sp_group)
-    ulysses, ring = sub_groups(dims, degrees(model.cfg.heads, dims.sp)[0]) if dims.sp > 1 else (None, None)
+    u = degrees(model.cfg.heads, dims.sp, dims.ulysses)[0]
+    ulysses, ring = sub_groups(dims, u) if dims.sp > 1 else (None, None)
     for attn in attentions(model, axis=dims.shard_dim):
         attn.inner = USPAttention(attn.inner, ulysses, ring)
     return model
 
 
 def _ops(cfg, shape, dims, b) -> tuple[int, int, int, int]:
-    u, r = degrees(cfg.heads, dims.sp)
+    u, r = degrees(cfg.heads, dims.sp, dims.ulysses)
     shard = act_bytes(cfg, shape, b) // dims.sp   # one rank's q, k, v or out, before and after the a2a
     return u, r, shard, n_attn(cfg, dims.shard)
 
@@ -126,6 +130,6 @@ def _backward_ops(cfg, shape, dims, b):
 
 METHOD = MethodSpec(
     name="usp", summary="Ulysses x Ring (USP): head all-to-all in sub-groups of u, K/V ring across r = sp/u",
-    constraints="the sharded dim % sp == 0; u = largest divisor of sp dividing heads (any head count)",
+    constraints="the sharded dim % sp == 0; u = --ulysses-degree, else the largest divisor of sp dividing heads",
     check=_check, parallelize=_parallelize, forward_ops=_forward_ops, backward_ops=_backward_ops,
 )

@@ -215,7 +215,7 @@ def test_cli_errors_are_reported_with_exit_code_2(tmp_path, capsys):
 def test_rank_command_maps_every_field_onto_dspbench_run():
     import argparse
     from dataclasses import fields
-    cfg = RunConfig(method="ring", gpus=4, sp=2, check=True, grad_ckpt=True, timeout_s=12.5, launcher="env",
+    cfg = RunConfig(method="usp", ulysses_degree=2, gpus=4, sp=2, check=True, grad_ckpt=True, timeout_s=12.5, launcher="env",
                     inject_fault="hang@1", repeat=3, sp_auto=True, mem_budget_mib=99, zero=1, a2a="list",
                     cfg=True, cfg_parallel=True, threads=3, sample_steps=4, shard="S", seed=5, mode="sample",
                     dtype="bf16", video="16x128x128", pad="never", bucket_weight=2.0)   # video: T 16, S 64 (8x VAE, 2x2 patch)

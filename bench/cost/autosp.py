@@ -25,7 +25,8 @@ def why_not(cfg: RunConfig, sp: int, profile: Profile) -> str | None:
     spec = get_method(cfg.method)
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
     reason = spec.check_pad(mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial),
-                            Dims(sp=sp, dp=cfg.gpus // (sp * cfg.cfg_degree), shard=cfg.shard, cfg=cfg.cfg_degree), cfg.pad)
+                            Dims(sp=sp, dp=cfg.gpus // (sp * cfg.cfg_degree), shard=cfg.shard, cfg=cfg.cfg_degree,
+                                 ulysses=cfg.ulysses_degree), cfg.pad)
     if reason:
         return reason
     pred = predict(replace(cfg, sp=sp), profile)

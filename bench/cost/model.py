@@ -154,7 +154,7 @@ def predict(cfg: RunConfig, profile: Profile, compiled: bool = False) -> Predict
     spec = get_method(cfg.method)
     shape = Shape(cfg.model_batch, cfg.frames, cfg.spatial)   # CFG as a batch: each call sees twice the batch
     halves = cfg.cfg_degree   # CFG parallel: each rank runs one pass of the two
-    dims = Dims(sp=sp, dp=cfg.dp, shard=cfg.shard, cfg=halves)
+    dims = Dims(sp=sp, dp=cfg.dp, shard=cfg.shard, cfg=halves, ulysses=cfg.ulysses_degree)
     # Padding (methods/padding.py): every rank computes and keeps its shard of the padded grid.
     if cfg.pad == "auto":
         shape = padded_shape(spec, mcfg, shape, dims)

@@ -65,7 +65,11 @@ AXES = (
     # (an SP degree that does not divide half the GPUs is `unsupported` with its reason)
     Axis("cfg_parallel", lambda r: (False, True) if r.base.cfg and r.base.mode == "sample" else (False,),
          "CFG's two passes on two halves of the GPUs (sample mode with --cfg)"),
-    # e.g. Axis("pad", ...), Axis("ulysses_degree", lambda r: _divisors(...), "USP's Ulysses degree")
+    # e.g. Axis("pad", ...)
+    # USP's split (--ulysses-degree): 0 (the largest Ulysses degree dividing the heads) and every explicit
+    # one; candidates keep only the degrees that divide their SP degree (and usp's only)
+    Axis("ulysses_degree", lambda r: (0,) + tuple(d for d in _divisors(r.base.gpus)) if "usp" in r.methods else (0,),
+         "usp's Ulysses degree (ring degree SP / U)"),
 )
 CORE = ("method", "sp", "grad_ckpt", "zero")     # a row's identity; the rest are variants
 
@@ -83,6 +87,9 @@ def candidates(request: Request) -> list[RunConfig]:
     for point in itertools.product(*values):
         kw = dict(zip((a.field for a in AXES), point))
         if (kw["method"] == NO_SP) != (kw["sp"] == 1):
+            continue
+        u = kw.get("ulysses_degree", 0)
+        if u and (kw["method"] != "usp" or kw["sp"] % u):
             continue
         out.append(replace(request.base, **kw))
     return out

@@ -53,6 +53,9 @@ def describe(r: dict) -> str:
         bits.append(f"shard {r['shard'][0]}")
     if r.get("cfg_parallel") == [True]:
         bits.append("CFG parallel")   # cond and uncond on two groups of sp x dp
+    u = r.get("ulysses_degree") or [0]
+    if len(u) == 1 and u[0]:
+        bits.append(f"Ulysses {u[0]} x ring {r['sp'] // u[0]}")    # usp's split (--ulysses-degree)
     return ", ".join(bits)
 
 

@@ -46,6 +46,9 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                         "each running the method in its half; the noise prediction is exchanged per step")
     g.add_argument("--zero", type=int, choices=ZERO_STAGES, default=d.zero,
                    help="ZeRO stage (train): 0 replicated AdamW (ours), 1 | 2 DeepSpeed's ZeRO over the DP x SP mesh")
+    g.add_argument("--ulysses-degree", type=int, default=d.ulysses_degree, metavar="U",
+                   help="usp: Ulysses degree U over the heads, ring degree SP / U over the sequence "
+                        "(0: the largest U dividing SP and the heads)")
     g.add_argument("--a2a", choices=A2A_STYLES, default=d.a2a,
                    help="all-to-all style: single (one all_to_all_single) or list (tensor_split + list + cat, as VideoSys)")
     g.add_argument("--mem-budget-mib", type=int, default=d.mem_budget_mib,

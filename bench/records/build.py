@@ -69,7 +69,7 @@ def unsupported_reason(cfg: RunConfig) -> str | None:
             return f"nccl needs {cfg.gpus} CUDA devices here, found {torch.cuda.device_count()}"
     # under CFG parallelism: the method's constraints inside one group (its sp x dp mesh); padding as --pad says
     reason = spec.check_pad(mcfg, Shape(cfg.batch, cfg.frames, cfg.spatial),
-                            Dims(sp=sp, dp=cfg.dp, shard=cfg.shard, cfg=cfg.cfg_degree), cfg.pad)
+                            Dims(sp=sp, dp=cfg.dp, shard=cfg.shard, cfg=cfg.cfg_degree, ulysses=cfg.ulysses_degree), cfg.pad)
     # a library's precision/mode/backend limits (ring_flash, torch_cp); at sp 1 no library runs
     return reason or (spec.check_run(cfg.dtype, cfg.mode, cfg.backend) if sp > 1 else None)
 
@@ -85,7 +85,8 @@ def padding_facts(cfg: RunConfig) -> dict:
         return empty
     try:
         mcfg, spec = get_config(cfg.model), get_method(cfg.method)
-        shape, dims = Shape(cfg.model_batch, cfg.frames, cfg.spatial), Dims(sp=int(cfg.sp), shard=cfg.shard)
+        shape = Shape(cfg.model_batch, cfg.frames, cfg.spatial)
+        dims = Dims(sp=int(cfg.sp), shard=cfg.shard, ulysses=cfg.ulysses_degree)
         if cfg.pad == "never" or spec.check_pad(mcfg, shape, dims, cfg.pad):
             return {**empty, "padded_frames": cfg.frames, "padded_spatial": cfg.spatial}
         w = padding.waste(spec, mcfg, shape, dims, cfg.dtype, "train" if cfg.mode == "train" else "infer")

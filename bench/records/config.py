@@ -19,7 +19,7 @@ IDENTITY = ("method", "model", "frames", "spatial", "batch", "gpus", "sp", "mode
             "grad_ckpt", "shard", "sample_steps", "warmup", "iters", "seed", "repeat")
 # Later fields: in the run_id only when not at their default, so earlier run_ids stay valid.
 IDENTITY_IF_SET = {"a2a": "single", "zero": 0, "cfg": False, "mem_budget_mib": 0, "pad": "auto",
-                   "cfg_parallel": False}
+                   "cfg_parallel": False, "ulysses_degree": 0}
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ class RunConfig:
     threads: int = 0            # torch threads per rank (0: cores // ranks, at least 1)
     inject_fault: str = ""      # tests only: KIND@RANK with KIND in raise|hang|oom|exit|slow
     video: str = ""             # FRAMESxHEIGHTxWIDTH that frames, spatial came from (--video); not in the run_id
+    ulysses_degree: int = 0     # usp: the Ulysses degree u (ring degree sp / u); 0: the largest dividing the heads
 
     @property
     def cfg_degree(self) -> int:
@@ -100,6 +101,9 @@ class RunConfig:
             raise ValueError(f"zero={self.zero} shards training state: it needs mode train, got {self.mode!r}")
         if self.bucket_weight < 0:
             raise ValueError(f"bucket_weight must be >= 0 (0: not a bucket), got {self.bucket_weight}")
+        if self.ulysses_degree < 0 or (self.ulysses_degree and self.method != "usp"):
+            raise ValueError(f"ulysses_degree={self.ulysses_degree} is USP's split of its SP degree (Ulysses x ring): "
+                             f"it needs method usp and a value >= 1, got method {self.method!r}")
         if self.mem_budget_mib < 0:
             raise ValueError(f"mem_budget_mib must be >= 0 (0: no emulated budget), got {self.mem_budget_mib}")
         if self.cfg and self.mode != "sample":

@@ -6,7 +6,8 @@ Fields (units in the name where it matters):
   hidden, depth, heads, params, world_size, sp, dp, mode, dtype, backend, grad_ckpt, shard,
   sample_steps, warmup, iters, seed, repeat, launcher, a2a (single | list), zero (0 | 1 | 2), cfg,
   pad (auto | never), cfg_parallel (cond and uncond passes on two halves of the world),
-  mem_budget_mib (these enter the run_id only when not at their default); bucket_weight (a bucketed
+  ulysses_degree (usp's Ulysses degree; 0: the default split), mem_budget_mib (these enter the
+  run_id only when not at their default); bucket_weight (a bucketed
   sweep's share of the samples for this shape, 0 otherwise) and video (the FxHxW that T, S came
   from) are not in the run_id;
 - padding (methods/padding.py, analytic): padded_frames, padded_spatial (what the method ran),

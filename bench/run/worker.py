@@ -47,7 +47,7 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None,
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
     shape, spec = Shape(cfg.batch, cfg.frames, cfg.spatial), get_method(cfg.method)
     comm.set_a2a_style(cfg.a2a)   # before the oracle: it checks the transfer the run times
-    dims = build_dims(int(cfg.sp), cfg.shard, cfg.cfg_degree)
+    dims = build_dims(int(cfg.sp), cfg.shard, cfg.cfg_degree, cfg.ulysses_degree)
     oracle = _oracle(cfg, spec, mcfg, shape, dims, device, dtype) if cfg.check else None
     clock.lap("oracle")
     if cfg.zero:   # import DeepSpeed before the baseline: its modules are not the run's memory
