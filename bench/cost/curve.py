@@ -186,6 +186,11 @@ def forward_costs(model: str, batch: int, frames: int, spatial: int, dtype: str 
     return ForwardCosts(gemms, attn, other["conv"], float(other["bytes"]), other["kernels"])
 
 
+def is_kernel(func) -> bool:
+    """An aten op that launches a kernel (not one that only relabels memory)."""
+    return func.__name__.split(".")[0] not in VIEW_OPS
+
+
 def kernels_per_forward(model: str) -> int:
     """Kernels one forward issues: the count does not depend on the shape (no per-token loops)."""
     return forward_costs(model, 1, 2, 16).kernels

@@ -28,10 +28,6 @@ VAE_VARIANTS = ("single", "tiled", "patch_parallel")
 TILE, OVERLAP = 32, 8          # latent rows per tile and shared (pipelines' defaults are of this order)
 
 
-def vae_of(mcfg) -> VAEConfig:
-    return LAYOUT_PIPELINE.get(mcfg.layout, ("t5-xxl", WAN21_VAE))[1]
-
-
 def pipeline_of(model: str, mcfg) -> tuple[str, VAEConfig]:
     """(text encoder, VAE decoder) of a model: a preset or model file names its encoder and its VAE's
     compression (a causal 4x8x8 VAE decodes as Wan 2.1's, a per-frame 8x VAE as Stable Diffusion's);
