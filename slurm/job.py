@@ -25,11 +25,12 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import submitit
 
+from dspbench.records.args import config_argv
 from dspbench.records.config import RunConfig
 from dspbench.records.io import append_record, read_records
 
@@ -228,16 +229,8 @@ def _rank0_done(task: Task, run: Running) -> bool:
 
 
 def rank_command(cfg: RunConfig, records: Path) -> list[str]:
-    """`dspbench run` flags for every RunConfig field (the dataclass is the schema of both)."""
-    argv = [sys.executable, "-m", "dspbench.cli", "run"]
-    for f in fields(RunConfig):
-        value = getattr(cfg, f.name)
-        flag = "--timeout" if f.name == "timeout_s" else "--" + f.name.replace("_", "-")
-        if isinstance(value, bool):
-            argv += [flag] if value else []
-        else:
-            argv += [flag, str(value)]
-    return argv + ["--records-file", str(records)]
+    """The `dspbench run` a rank executes: every RunConfig field as its flag (records/args.py)."""
+    return [sys.executable, "-m", "dspbench.cli", "run", *config_argv(cfg), "--records-file", str(records)]
 
 
 def _spawn(task: Task, cfg: RunConfig, rank: int, port: int) -> subprocess.Popen:

@@ -5,7 +5,7 @@ from dataclasses import replace
 import re
 
 import pytest
-from helpers import tiny_sweep, write_spec
+from helpers import every_field_set, tiny_sweep, write_spec
 
 from dspbench.cli import main
 from dspbench.records.args import add_run_args, config_from_args
@@ -214,13 +214,7 @@ def test_cli_errors_are_reported_with_exit_code_2(tmp_path, capsys):
 # ---------------------------------------------------------------- job bookkeeping
 def test_rank_command_maps_every_field_onto_dspbench_run():
     import argparse
-    from dataclasses import fields
-    cfg = RunConfig(method="usp", ulysses_degree=2, gpus=4, sp=2, check=True, grad_ckpt=True, timeout_s=12.5, launcher="env",
-                    inject_fault="hang@1", repeat=3, sp_auto=True, mem_budget_mib=99, zero=1, a2a="list",
-                    cfg=True, cfg_parallel=True, threads=3, sample_steps=4, shard="S", seed=5, mode="sample",
-                    dtype="bf16", video="16x128x128", pad="never", bucket_weight=2.0)   # video: T 16, S 64 (8x VAE, 2x2 patch)
-    unset = [f.name for f in fields(RunConfig) if getattr(cfg, f.name) == f.default]
-    assert set(unset) <= {"model", "frames", "spatial", "batch", "backend", "warmup", "iters"}, unset  # every other field set
+    cfg = every_field_set()
     argv = rank_command(cfg, "r.jsonl")
     p = argparse.ArgumentParser()
     add_run_args(p)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 
 MODES = ("train", "infer", "sample")
 DTYPES = ("fp32", "bf16", "fp16")
@@ -23,44 +23,82 @@ IDENTITY_IF_SET = {"a2a": "single", "zero": 0, "cfg": False, "mem_budget_mib": 0
 
 
 @dataclass(frozen=True)
+class CliOption:
+    """How a RunConfig field reads on the command line: declared once beside the field, so the argparse
+    of `run`/`predict`/`plan` and the flags a SLURM task hands its ranks (args.py) both come from it."""
+    help: str
+    group: str = "config"           # config (part of the run_id) | model | execution
+    flag: str = ""                  # default: --field-name
+    choices: tuple = ()
+    metavar: str | None = None
+    hidden: bool = False            # set by sweeps and tests, not by users: not in --help
+    unset_default: bool = False     # the CLI default is None, so "given" can be told from the default
+    type: object = None             # parses the flag's text; default: the default value's type
+
+
+def sp_value(text: str) -> int | str:
+    """--sp on the command line: a degree, or auto (resolved before running)."""
+    return text if text == "auto" else int(text)
+
+
+def option(default, help: str, **cli):
+    """A RunConfig field with its command-line form: adding a field is this one declaration."""
+    return field(default=default, metadata={"cli": CliOption(help=help, **cli)})
+
+
+@dataclass(frozen=True)
 class RunConfig:
-    method: str = "dsp"
-    model: str = "stdit-tiny"  # a built-in, a preset or a model file, with [field=value] overrides (models/registry.py)
-    frames: int = 16            # T, latent frames after patchify
-    spatial: int = 64           # S, tokens per frame after patchify
-    batch: int = 1              # micro-batch per data-parallel replica (global batch = batch * dp)
-    gpus: int = 1               # world size
-    sp: int | str = 1           # sequence-parallel degree (divides gpus); "auto" resolved before running
-    mode: str = "train"
-    dtype: str = "fp32"
-    backend: str = "gloo"
-    launcher: str = "local"
-    warmup: int = 2
-    iters: int = 5
-    check: bool = False         # oracle check before timing
-    grad_ckpt: bool = False     # activation checkpointing (train)
-    shard: str = "T"            # sequence dim embedded methods shard
-    sample_steps: int = 10      # denoising forward passes per sample in `sample` mode
-    seed: int = 0
-    repeat: int = 0             # repeat index within a sweep
-    a2a: str = "single"         # all-to-all style: single (all_to_all_single) | list (the reference code's)
-    zero: int = 0               # ZeRO stage (train): 0 ours (replicated AdamW), 1 | 2 DeepSpeed's engine
-    cfg: bool = False           # sample mode: classifier-free guidance, cond + uncond as a batch of 2
-    mem_budget_mib: int = 0     # emulated device memory per rank (CPU clusters): 0 = the device's own;
-                                # > 0: sp = auto fits against it, and a run that adds more is `oom`
-    pad: str = "auto"           # sharded dims the degree does not divide: auto pads them (keys masked),
-                                # never refuses the shape (methods/padding.py)
-    bucket_weight: float = 0.0  # bucketed sweeps: this shape's share of the workload's samples (0: no
-                                # mix; set by a sweep's `buckets`, records/buckets.py); not in the run_id
-    cfg_parallel: bool = False  # sample mode with cfg: cond and uncond passes on two halves of the world
-                                # (each sp x dp), exchanging the noise prediction per step
-    sp_auto: bool = False       # set when `sp = "auto"` chose sp (the memory model's minimum): records say
-                                # each method ran at its own minimum SP; not in the run_id
-    timeout_s: float = 600.0    # whole run, local launcher: then status timeout
-    threads: int = 0            # torch threads per rank (0: cores // ranks, at least 1)
-    inject_fault: str = ""      # tests only: KIND@RANK with KIND in raise|hang|oom|exit|slow
-    video: str = ""             # FRAMESxHEIGHTxWIDTH that frames, spatial came from (--video); not in the run_id
-    ulysses_degree: int = 0     # usp: the Ulysses degree u (ring degree sp / u); 0: the largest dividing the heads
+    method: str = option("dsp", "sequence-parallel method (see `dspbench methods`)")
+    model: str = option("stdit-tiny", "a built-in (<layout>-<size>), a preset (wan2.1-14b, hunyuanvideo, ...) or a "
+                        "model .toml file, with [field=value] overrides (see `dspbench models`)", group="model")
+    frames: int = option(16, "T: latent frames after patchify", group="model", unset_default=True)
+    spatial: int = option(64, "S: tokens per frame after patchify", group="model", unset_default=True)
+    batch: int = option(1, "micro-batch per data-parallel replica (global batch = batch x dp)")
+    gpus: int = option(1, "world size (ranks)")
+    sp: int | str = option(1, "sequence-parallel degree, divides --gpus (rest is DP); auto: the memory model's "
+                           "minimum, resolved before running", type=sp_value)
+    mode: str = option("train", "train: fwd+bwd+AdamW; infer: fwd; sample: K fwd", choices=MODES)
+    dtype: str = option("fp32", "model dtype (low precision keeps fp32 master weights)", choices=DTYPES)
+    backend: str = option("gloo", "torch.distributed backend", choices=BACKENDS)
+    launcher: str = option("local", "local: spawn the ranks here; torchrun/env: this process is RANK of WORLD_SIZE; "
+                           "slurm: from SLURM_*", group="execution", choices=LAUNCHERS)
+    warmup: int = option(2, "untimed warm-up steps")
+    iters: int = option(5, "timed steps")
+    check: bool = option(False, "check against the single-device oracle before timing", group="execution")
+    grad_ckpt: bool = option(False, "activation checkpointing per block (train)")
+    shard: str = option("T", "sequence dim embedded methods shard (T or S; axial3d: T, H or W)",
+                        choices=("T", "S", "H", "W"))
+    sample_steps: int = option(10, "denoising model calls per sample (sample mode)")
+    seed: int = option(0, "seed of weights and inputs")
+    repeat: int = option(0, "repeat index within a sweep")
+    a2a: str = option("single", "all-to-all style: single (one all_to_all_single) or list (tensor_split + list + "
+                      "cat, as VideoSys)", choices=A2A_STYLES)
+    zero: int = option(0, "ZeRO stage (train): 0 replicated AdamW (ours), 1 | 2 DeepSpeed's ZeRO over the DP x SP "
+                       "mesh", choices=ZERO_STAGES)
+    cfg: bool = option(False, "sample mode: classifier-free guidance (cond + uncond as a batch of 2)")
+    mem_budget_mib: int = option(0, "emulated memory per rank, MiB (CPU clusters): --sp auto fits against it, and a "
+                                 "run whose measured peak per rank adds more is `oom` (0: the device's own)")
+    pad: str = option("auto", "a sharded dim the SP degree does not divide: auto pads it to the next multiple and "
+                      "masks the padded keys (methods/padding.py); never refuses the shape (unsupported)",
+                      choices=PAD_MODES)
+    # bucketed sweeps: this shape's share of the workload's samples (0: no mix; set by a sweep's `buckets`,
+    # records/buckets.py); not in the run_id
+    bucket_weight: float = option(0.0, "bucket weight", group="execution", hidden=True)
+    cfg_parallel: bool = option(False, "with --cfg: cond and uncond passes on two halves of the ranks (world = 2 x "
+                                "sp x dp), each running the method in its half; the noise prediction is exchanged "
+                                "per step")
+    # set when a sweep's `sp = "auto"` chose sp (the memory model's minimum): records say each method ran
+    # at its own minimum SP; not in the run_id
+    sp_auto: bool = option(False, "sp was chosen by sp = auto", group="execution", hidden=True)
+    timeout_s: float = option(600.0, "seconds for the whole run (local launcher: then status timeout)",
+                              group="execution", flag="--timeout")
+    threads: int = option(0, "torch threads per rank (0: cores / ranks, at least 1)", group="execution")
+    # tests only: KIND@RANK with KIND in raise|hang|oom|exit|slow
+    inject_fault: str = option("", "fault injection", group="execution", hidden=True)
+    video: str = option("", "the video size in frames x pixels (e.g. 129x720x1280): T and S through the model's VAE "
+                        "and patch; not in the run_id", group="model", metavar="FxHxW")
+    ulysses_degree: int = option(0, "usp: Ulysses degree U over the heads, ring degree SP / U over the sequence (0: "
+                                 "the largest U dividing SP and the heads)", metavar="U")
 
     @property
     def cfg_degree(self) -> int:
