@@ -24,6 +24,7 @@ from typing import Callable, NamedTuple
 import torch
 
 from dspbench.models.config import ModelConfig, Shape
+from dspbench.models.dtypes import dtype_size
 from dspbench.models.params import param_count
 from dspbench.methods import padding
 from dspbench.methods.common import act_bytes, out_bytes
@@ -102,12 +103,6 @@ class MethodSpec:
              engine: bool = False):
         """[(phase, Op)] for one step on one SP rank: what the formula counts, in order of kind."""
         return step_plan(self, cfg, shape, dims, dtype, mode, engine)
-
-
-def dtype_size(dtype) -> int:
-    if isinstance(dtype, str):
-        dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
-    return torch.empty((), dtype=dtype).element_size()
 
 
 def step_plan(spec: MethodSpec, cfg, shape, dims, dtype, mode, engine: bool = False) -> list[tuple[str, Op]]:

@@ -53,8 +53,8 @@ def run_plan(plan: Plan, root: Path) -> dict:
 
 
 def record_unsupported(plan: Plan, root: Path) -> None:
-    from dspbench.records.build import build_record
-    from dspbench.records.build import Outcome
+    from dspbench.facts.build import build_record
+    from dspbench.facts.build import Outcome
     from dspbench.records.io import append_record
     path = process_records_file(root, "plan")
     for cfg, reason in plan.unsupported:
@@ -76,9 +76,9 @@ def run_local(todo: list[RunConfig], root: Path) -> dict:
 
 
 def _run_here(cfg: RunConfig, path: Path) -> dict:
-    from dspbench.records.build import build_record
+    from dspbench.facts.build import build_record
     from dspbench.run.harness import run_config
-    from dspbench.records.build import Outcome
+    from dspbench.facts.build import Outcome
     from dspbench.records.io import append_record
     try:
         return run_config(cfg, path)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import submitit
 
-from dspbench.records.args import config_argv
+from dspbench.facts.args import config_argv
 from dspbench.records.config import RunConfig
 from dspbench.records.io import append_record, read_records
 
@@ -229,7 +229,7 @@ def _rank0_done(task: Task, run: Running) -> bool:
 
 
 def rank_command(cfg: RunConfig, records: Path) -> list[str]:
-    """The `dspbench run` a rank executes: every RunConfig field as its flag (records/args.py)."""
+    """The `dspbench run` a rank executes: every RunConfig field as its flag (facts/args.py)."""
     return [sys.executable, "-m", "dspbench.cli", "run", *config_argv(cfg), "--records-file", str(records)]
 
 
@@ -282,7 +282,7 @@ def _own_outcomes(task: Task, run: Running, killed: set[int]) -> None:
 
 
 def _bare_record(cfg: RunConfig) -> dict:
-    from dspbench.records.build import Outcome, build_record    # imports torch: only on this path
+    from dspbench.facts.build import Outcome, build_record    # imports torch: only on this path
     return build_record(cfg, Outcome("error", ""))
 
 

@@ -76,9 +76,10 @@ def _combos(grid: dict):
 
 
 def _config(spec: SweepSpec, grid: int, values: dict) -> RunConfig:
+    from dspbench.facts.names import validate   # the registries import torch: keep `status` fast
     cfg = RunConfig(**values)
     try:
-        cfg.validate()     # unknown methods and models included: a spec error, not `unsupported`
+        validate(cfg)     # unknown methods and models included: a spec error, not `unsupported`
         if cfg.sp == "auto" and not spec.hardware:
             raise ValueError('sp="auto" needs [sweep] hardware = "PROFILE" (the memory model picks the degree)')
         cfg = _resolve_auto(cfg, spec.hardware)
@@ -113,7 +114,7 @@ def launcher_for(executor: str) -> str:
 def make_plan(spec: SweepSpec, executor: str, states: dict[str, str], in_flight: set[str],
               retry_failed: bool = False) -> Plan:
     """states: run_id -> best recorded status; in_flight: run_ids of jobs still queued or running."""
-    from dspbench.records.build import unsupported_reason   # imports torch: keep `status` fast
+    from dspbench.facts.build import unsupported_reason   # imports torch: keep `status` fast
     points = expand(spec, launcher_for(executor))
     plan = Plan(spec, executor, points, [], [])
     for cfg in points:

@@ -149,7 +149,7 @@ def find_sweep(name_or_path: str) -> Path:
     raise FileNotFoundError(f"no sweep file {name_or_path!r} and no shipped sweep of that name (shipped: {names})")
 
 
-def load_profile(name_or_path: str, base: Path, overrides: dict | None = None) -> ClusterProfile:
+def load_cluster_profile(name_or_path: str, base: Path, overrides: dict | None = None) -> ClusterProfile:
     """A cluster profile by name (slurm/clusters/<name>.toml) or path, with a sweep's overrides."""
     path = Path(name_or_path)
     if not path.is_absolute() and (base / path).is_file():
@@ -192,7 +192,7 @@ def load_sweep(name_or_path: str) -> SweepSpec:
     if head.get("hardware"):
         _check_hardware(where, head["hardware"])
     return SweepSpec(name=head.get("name", path.stem), path=where, description=head.get("description", ""),
-                     cluster_name=cluster, cluster=load_profile(cluster, path.parent, overrides),
+                     cluster_name=cluster, cluster=load_cluster_profile(cluster, path.parent, overrides),
                      repeats=head.get("repeats", 1), configs_per_job=head.get("configs_per_job", 8),
                      fixed=fixed, grids=parsed, hardware=head.get("hardware", ""))
 

@@ -16,7 +16,7 @@ import pytest
 
 from dspbench.calibrate.nccl_logs import parse_file
 from dspbench.cli import main
-from dspbench.cost.hardware import load_profile
+from dspbench.cost.hardware import devices, load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "nccl_tests"
@@ -50,7 +50,7 @@ def test_one_and_two_node_logs_make_a_profile_predict_accepts(tmp_path, capsys):
     assert _calibrate(["--from-nccl-tests", *map(str, ONE_NODE + TWO_NODES)], out) == 0
     prof = load_profile(str(out))
     assert prof.kind == "calibrated" and prof.gpus_per_node == 8
-    assert prof.flops("bf16") == pytest.approx(989e12 * 0.45)            # the H100 datasheet's compute
+    assert prof.flops("bf16") == pytest.approx(devices()["h100-sxm"]["peak_flops"]["bf16"] * 0.45)  # the datasheet
     # busbw of the fit against the fixtures' large-size busbw (their generator: NVLink ~470, IB ~47)
     assert prof.intra.ranks == 8 and prof.intra.busbw_GBps["all_reduce"] == pytest.approx(470, rel=0.03)
     assert prof.intra.busbw_GBps["all_to_all"] == pytest.approx(385, rel=0.03)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import cfg_parallel_tasks as ct
-from dspbench.records.build import unsupported_reason
+from dspbench.facts.build import unsupported_reason
 from dspbench.records.config import RunConfig
 from dspbench.run.sampler import schedule
 

@@ -9,7 +9,7 @@ from dataclasses import fields, replace
 import pytest
 from helpers import every_field_set
 
-from dspbench.records.args import config_argv
+from dspbench.facts.args import config_argv
 from dspbench.records.config import RunConfig
 from dspbench.records.io import read_records
 

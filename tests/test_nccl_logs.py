@@ -13,7 +13,7 @@ import pytest
 from dspbench.calibrate.from_logs import profile_from_logs
 from dspbench.calibrate.nccl_logs import LogError, parse_file
 from dspbench.cli import main
-from dspbench.cost.hardware import from_dict, load_profile
+from dspbench.cost.hardware import devices, from_dict, load_profile
 
 FIX = Path(__file__).parent / "fixtures" / "nccl_tests"
 H100_LOGS = [FIX / f for f in ("all_reduce_perf_1node_h100.log", "all_gather_perf_old_noroot.log", "several_tests_mpi.log",
@@ -34,7 +34,7 @@ def test_every_published_format_parses_with_its_collective_ranks_and_hosts():
 def test_each_log_feeds_its_tier_and_the_fit_recovers_what_was_logged():
     d, notes = profile_from_logs([str(p) for p in H100_LOGS], "h100-logs")
     prof = from_dict(d)
-    assert prof.device == "H100 SXM5" and prof.peak_flops["bf16"] == 989e12         # the GPU model picked the base
+    assert prof.device == "H100 SXM5" and prof.peak_flops["bf16"] == devices()["h100-sxm"]["peak_flops"]["bf16"]  # the GPU model picked the base
     intra = {"all_reduce": 360, "all_gather": 370, "reduce_scatter": 355, "all_to_all": 340}
     for op, bw in intra.items():
         assert prof.intra.busbw_GBps[op] == pytest.approx(bw, rel=0.01), op

@@ -5,7 +5,7 @@ import pytest
 
 from dspbench.cost.hardware import load_profile
 from dspbench.cost.predict import predicted_record
-from dspbench.records.build import Outcome, build_record
+from dspbench.facts.build import Outcome, build_record
 from dspbench.records.config import RunConfig
 from dspbench.records.io import SCHEMA_VERSION, append_record, read_records, upgrade, write_atomic
 
@@ -72,3 +72,10 @@ def test_write_atomic_replaces_whole_and_a_crash_leaves_the_old_file(tmp_path, m
     leftovers = [p.name for p in tmp_path.iterdir() if p != target]
     assert leftovers and all(n.startswith(".") and n.endswith(".tmp") for n in leftovers)
     assert list(tmp_path.glob("r1.r*.outcome")) == [target]    # the outcome glob of slurm/results.py skips it
+
+
+def test_the_dtype_names_of_the_schema_are_the_ones_the_model_maps_onto_torch():
+    from dspbench.models.dtypes import TORCH_DTYPES, dtype_size
+    from dspbench.records.config import DTYPES
+    assert set(DTYPES) == set(TORCH_DTYPES)
+    assert [dtype_size(d) for d in ("fp32", "bf16", "fp16")] == [4, 2, 2] and dtype_size(TORCH_DTYPES["bf16"]) == 2

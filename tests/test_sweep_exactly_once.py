@@ -63,7 +63,7 @@ def test_wait_queues_behind_the_holder_and_a_dead_holder_leaves_no_lock(tmp_path
 
 
 def test_status_reports_duplicate_records_per_run_id(tmp_path):
-    from dspbench.records.build import Outcome, build_record
+    from dspbench.facts.build import Outcome, build_record
     from dspbench.records.config import RunConfig
     root = tmp_path / "results"
     a, b = RunConfig(method="single", seed=0), RunConfig(method="single", seed=1)

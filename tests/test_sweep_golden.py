@@ -10,7 +10,7 @@ import pytest
 
 from dspbench.slurm.execute import make_executor
 from dspbench.slurm.plan import Shape
-from dspbench.slurm.spec import load_profile
+from dspbench.slurm.spec import load_cluster_profile
 
 pytestmark = pytest.mark.slurm
 GOLDEN = Path(__file__).parent / "golden" / "sbatch_4x8_gpu.sbatch"
@@ -34,7 +34,7 @@ def test_sbatch_script_of_a_multi_node_gpu_job_matches_the_golden_file(tmp_path,
         [env]
         NCCL_DEBUG = "WARN"
         """))
-    profile = load_profile(str(tmp_path / "gpu.toml"), tmp_path)
+    profile = load_cluster_profile(str(tmp_path / "gpu.toml"), tmp_path)
     folder = tmp_path / "results" / "submitit" / "%j"
     ex = make_executor(folder, profile, Shape(nodes=4, tasks_per_node=8), "dspbench-paper")
     text = ex._executor._make_submission_file_text(ex._executor._submitit_command_str, "uid")

@@ -8,7 +8,7 @@ import pytest
 from helpers import every_field_set, tiny_sweep, write_spec
 
 from dspbench.cli import main
-from dspbench.records.args import add_run_args, config_from_args
+from dspbench.facts.args import add_run_args, config_from_args
 from dspbench.records.config import RunConfig
 from dspbench.slurm.job import SweepJob, Task, rank_command
 from dspbench.slurm.plan import expand, make_plan
@@ -222,8 +222,8 @@ def test_rank_command_maps_every_field_onto_dspbench_run():
 
 
 def test_checkpoint_requeues_itself_with_the_configs_not_yet_recorded(tmp_path):
-    from dspbench.records.build import build_record
-    from dspbench.records.build import Outcome
+    from dspbench.facts.build import build_record
+    from dspbench.facts.build import Outcome
     from dspbench.records.io import append_record
     cfgs = [RunConfig(method="single", seed=s, launcher="env") for s in range(3)]
     job = SweepJob(str(tmp_path), [c.to_dict() for c in cfgs], signal_delay_s=60)

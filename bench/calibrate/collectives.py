@@ -164,7 +164,8 @@ def bench_compute(model_name: str, batch: int, frames: int, spatial: int, dtype:
     from dspbench.models import Shape, build_model, get_config, make_inputs
     from dspbench.models.params import flops_per_sample, param_count
     from dspbench.run.oracle import mse
-    from dspbench.run.steps import TORCH_DTYPES, make_optimizer
+    from dspbench.models.dtypes import TORCH_DTYPES
+    from dspbench.run.steps import make_optimizer
     cfg = get_config(model_name)
     cfg = cfg.with_(depth=depth) if depth else cfg
     shape = Shape(batch, frames, spatial)

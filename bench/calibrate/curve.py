@@ -25,12 +25,13 @@ import time
 import torch
 import torch.nn.functional as F
 
+from dspbench.models.dtypes import TORCH_DTYPES
+
 GEMM_TOKENS = (256, 1024, 4096, 16384, 65536)
 GEMM_WIDTHS = (1152, 3072, 5120)
 ATTN_LENS = (256, 1024, 4096, 16384)
 ATTN_HEAD_DIMS = (64, 128)
 ATTN_WIDTH = 2048                # heads x head dim for the attention grid
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
 def _sync(device) -> None:
@@ -165,7 +166,7 @@ def vae_seconds(device, dtype, T: int, H: int, W: int, iters: int = 2) -> dict:
 
 
 def measure(device: str, dtype: str, iters: int = 5, grid: dict = FULL_GRID) -> dict:
-    dt = DTYPES[dtype]
+    dt = TORCH_DTYPES[dtype]
     name = torch.cuda.get_device_name(0) if torch.device(device).type == "cuda" else "cpu"
     return {"device": name, "dtype": dtype, "torch": torch.__version__,
             "gemm": gemm_rates(device, dt, grid["tokens"], grid["widths"], iters),
@@ -197,7 +198,7 @@ def write_curve_profile(res: dict, base: str, out: str, source: str) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m dspbench.calibrate.curve", description=__doc__.split("\n")[0])
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
+    p.add_argument("--dtype", default="bf16", choices=sorted(TORCH_DTYPES))
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--small", action="store_true", help="a CPU-sized grid (tests)")
     p.add_argument("--fixed-models", nargs="*", default=[], metavar="MODEL",
@@ -214,7 +215,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     res = (measure(a.device, a.dtype, a.iters, SMALL_GRID if a.small else FULL_GRID) if not a.skip_grid
            else {"device": a.device, "dtype": a.dtype, "torch": torch.__version__, "source": "measured"})
-    dt = DTYPES[a.dtype]
+    dt = TORCH_DTYPES[a.dtype]
     res["fixed"] = [model_call_seconds(m, a.device, dt, a.fixed_depth, c)
                     for m in a.fixed_models for c in ([False, True] if a.compile else [False])]
     res["vae"] = [vae_seconds(a.device, dt, *map(int, size.split("x"))) for size in a.vae]

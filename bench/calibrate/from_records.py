@@ -157,7 +157,7 @@ def method_overheads(prof: dict, recs: list) -> tuple[dict, int | None, dict]:
 
 def apply_records(d: dict, root: str, force: bool = False) -> list[str]:
     """Efficiency, dispatch and method overheads from root's records into profile dict d; notes."""
-    gpu = gpu_key(d.get("device", {}).get("name", ""))
+    gpu = gpu_key(from_dict(d).device)     # the sku's name where the profile names its device by sku
     recs, notes = select(read(Path(root)), gpu, force)
     base = [(w, r) for w, r in recs if r["method"] == BASELINE]
     if not base:

@@ -36,7 +36,7 @@ def bench_gemm(widths, world: int, dtype: str, device, iters: int = 5) -> dict[s
     """{gemm_key(C, n): forward+backward FLOP/s} for every width and every degree n | world.
     The degrees take turns within each iteration, so a load that comes and goes hits them alike
     (their ratio is what the cost model uses); each is the median of its iterations."""
-    from dspbench.run.steps import TORCH_DTYPES
+    from dspbench.models.dtypes import TORCH_DTYPES
     dt = TORCH_DTYPES[dtype]
     steps, flops = {}, {}
     for C in widths:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dspbench.records.args import add_run_args
+from dspbench.facts.args import add_run_args
 
 
 def add_predict_args(p: argparse.ArgumentParser) -> None:

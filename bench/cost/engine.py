@@ -2,9 +2,7 @@
 accounts for `--zero 1|2` (bench/run/zero.py runs the engine; its collectives are not in the ledger)."""
 from __future__ import annotations
 
-# Reduce/all-gather bucket, elements: torch DDP's default bucket (bucket_cap_mb=25) in fp32. DeepSpeed's
-# own default (5e8 elements, 2 GB in fp32) would dwarf every CPU test model's state.
-BUCKET_ELEMS = 25 * 2**20 // 4
+from dspbench.records.engine import BUCKET_ELEMS
 
 
 def engine_ops(spec, mcfg, dims, dtype_bytes: int, stage: int) -> list:

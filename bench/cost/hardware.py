@@ -2,8 +2,10 @@
 
 A profile is a datasheet profile (bench/cost/profiles/*.toml) or one written by `dspbench calibrate`.
 Schema (all optional but `name`; see bench/cost/profiles/h100-ib.toml):
-- [device] name, memory_gb, hbm_TBps, gpus_per_node, usable_memory_fraction, reserved_gb
-- [compute] peak_flops {dtype: FLOP/s} x efficiency, or flops_per_s {dtype: FLOP/s} (measured,
+- [device] sku: the device's datasheet facts (name, memory_gb, hbm_TBps, peak_flops) from the device
+  table bench/cost/devices.toml, stated there once; a profile's own value of one of these wins
+  (emulated devices, measured ones); gpus_per_node, usable_memory_fraction, reserved_gb
+- [compute] peak_flops {dtype: FLOP/s} (from the sku unless given) x efficiency, or flops_per_s {dtype: FLOP/s} (measured,
   wins); optimizer_Bps (measured bytes/s of the optimizer pass; else HBM bandwidth x 0.8)
 - [device] nics_per_node: inter-node links per node (0 or absent: one per GPU)
 - [link.intra], [link.inter]: alpha_s and bw_GBps x efficiency for every op, or per op
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PROFILE_DIR = Path(__file__).parent / "profiles"
+DEVICE_TABLE = Path(__file__).parent / "devices.toml"
 HBM_EFFICIENCY = 0.8   # assumption: a streaming elementwise pass reaches ~80% of HBM bandwidth
 GB = 1e9
 
@@ -145,7 +148,44 @@ def _link(d: dict) -> Link:
                 ranks=int(d.get("ranks", 0)), per_node=int(d.get("per_node", 0)))
 
 
+def devices() -> dict[str, dict]:
+    """The device table: SKU key -> its datasheet facts (bench/cost/devices.toml)."""
+    with open(DEVICE_TABLE, "rb") as f:
+        return tomllib.load(f)
+
+
+def device_peak(torch_name: str, dtype: str) -> float | None:
+    """The dense peak FLOP/s of the device torch reports as `torch_name`, by exact SKU name; None where
+    unknown, and for fp32 (TF32/FP32 peaks differ by kernel choice): no MFU then."""
+    if dtype == "fp32":
+        return None
+    sku = next((s for s in devices().values() if torch_name.strip() in s["torch_names"]), None)
+    return None if sku is None else float(sku["peak_flops"][dtype])
+
+
+def _with_sku(d: dict) -> dict:
+    """The profile dict with its SKU's datasheet facts (and their sources) filled in where it is silent."""
+    dev = d.get("device", {})
+    if "sku" not in dev:
+        return d
+    table = devices()
+    if dev["sku"] not in table:
+        raise ValueError(f"unknown device sku {dev['sku']!r}; bench/cost/devices.toml has {', '.join(table)}")
+    sku = table[dev["sku"]]
+    cited = f"bench/cost/devices.toml [{dev['sku']}]: {sku['source']}"
+    facts = {"device.name": sku["name"], "device.memory_gb": sku["memory_gb"], "device.hbm_TBps": sku["hbm_TBps"],
+             "compute.peak_flops": sku["peak_flops"]}
+    out = {**d, "device": dict(dev), "compute": dict(d.get("compute", {}))}
+    for dotted, value in facts.items():
+        section, key = dotted.split(".")
+        if key not in out[section]:
+            out[section][key] = value
+            out["sources"] = {**out.get("sources", {}), dotted: cited}
+    return out
+
+
 def from_dict(d: dict) -> Profile:
+    d = _with_sku(d)
     dev, comp, links = d.get("device", {}), d.get("compute", {}), d.get("link", {})
     intra = _link(links.get("intra", links.get("inter", {})))
     return Profile(

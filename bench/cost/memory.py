@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from dspbench.models.config import ModelConfig, Shape
 from dspbench.models.params import param_count
-from dspbench.methods.spec import dtype_size
-from dspbench.cost.engine import BUCKET_ELEMS
+from dspbench.models.dtypes import dtype_size
+from dspbench.records.engine import BUCKET_ELEMS
 
 SELF_ATTN, CROSS_ATTN = 8, 5
 IO_ELEMS = 4            # embedder output, final-layer input, their gradients (per token, x hidden)

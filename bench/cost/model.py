@@ -33,7 +33,8 @@ from dspbench.cost.engine import engine_ops
 from dspbench.cost.memory import memory, opt_state_bytes
 from dspbench.cost.hardware import Profile
 from dspbench.methods import Dims, get_method
-from dspbench.methods.spec import cfg_exchange_op, dtype_size
+from dspbench.methods.spec import cfg_exchange_op
+from dspbench.models.dtypes import dtype_size
 from dspbench.methods.padding import padded_shape
 from dspbench.models import Shape, get_config
 from dspbench.models.params import flops_per_sample

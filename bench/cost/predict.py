@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from dspbench.cost.autosp import resolved
-from dspbench.records.build import Outcome, build_record, per_video, unsupported_reason
+from dspbench.facts.build import Outcome, build_record, per_video, unsupported_reason
+from dspbench.facts.names import validate
 from dspbench.records.config import RunConfig, flops_factors
 from dspbench.cost.model import predict
 from dspbench.cost.hardware import Profile, available_profiles, load_profile
@@ -39,7 +40,7 @@ def device_label(profile: Profile) -> str:
 def predicted_record(cfg: RunConfig, profile: Profile, compiled: bool = False, vae: str = "single") -> dict:
     """compiled: the host costs of torch.compile (profiles with a device curve); vae: the decode's
     variant in sample mode's whole-pipeline stages (bench/cost/pipeline.py)."""
-    cfg.validate()
+    validate(cfg)
     zero = cfg.zero
     cfg, reason = resolved(cfg, profile)
     reason = reason or why_unsupported(cfg)
@@ -140,12 +141,12 @@ def throughput(cfg: RunConfig, step: float, profile: Profile) -> dict:
             "step_times_s": [step], "samples_per_s": samples, "tokens_per_s": samples * cfg.frames * cfg.spatial,
             "flops_per_step": flops, "hardware_flops_per_step": hw,
             "mfu": flops / step / (cfg.gpus * peak) if peak else None,
-            "hfu": hw / step / (cfg.gpus * peak) if peak else None, **per_video(cfg, step)}
+            "hfu": hw / step / (cfg.gpus * peak) if peak else None, "device_peak_flops": peak, **per_video(cfg, step)}
 
 
 # ---------------------------------------------------------------- command (arguments: bench/cost/cli.py)
 def cmd_predict(args) -> int:
-    from dspbench.records.args import config_from_args
+    from dspbench.facts.args import config_from_args
     from dspbench.records.io import default_records_file
     from dspbench.records.io import append_record, result_line
     if not args.hardware:

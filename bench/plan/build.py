@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dspbench.cost.hardware import Profile
+from dspbench.facts.names import check_names
 from dspbench.plan.axes import Request, candidates
 from dspbench.plan.price import LATENCY_MODES, Pricer, price
 from dspbench.plan.rank import best_per_method, public, pruned_summary, rank, runner_up, verdict
@@ -15,7 +16,7 @@ def check_request(request: Request, profile: Profile) -> None:
     base = request.base
     base.validate()
     for m in request.methods:
-        replace(base, method=m).validate_names()
+        check_names(replace(base, method=m))
     g = profile.gpus_per_node
     if base.gpus > g and base.gpus % g:
         raise ValueError(f"--gpus {base.gpus} is not a whole number of {profile.name}'s nodes of {g} GPUs")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dspbench.records.args import add_model_args
+from dspbench.facts.args import add_model_args
 from dspbench.records.config import DTYPES, MODES, RunConfig
 
 

@@ -13,7 +13,7 @@ from dspbench.plan.axes import Request, all_methods
 from dspbench.plan.build import plan
 from dspbench.plan.rank import describe
 from dspbench.plan.text import render
-from dspbench.records.args import config_from_args
+from dspbench.facts.args import config_from_args
 
 
 def request_of(args, profile: Profile) -> Request:

@@ -1,8 +1,9 @@
-"""The record contract every stage shares: what a configuration is (config, args), what a record
-holds and how it is written and read (io), the environment it carries (environ), and how a
-configuration and its outcome become one record (build).
+"""The record contract every stage shares: what a configuration is (config: RunConfig, its run_id and
+each field's command-line declaration), what a record holds and how it is written and read (io), the
+environment it carries (environ), and a bucketed workload's mix (buckets).
 
 Owns: RunConfig and its run_id, the record schema and its version, append/read of JSONL records.
-May import: dspbench.models and dspbench.methods (build only: model facts and method constraints).
-Imported by every stage; reports import only `dspbench.records.io` (records, nothing that runs).
+May import: nothing of ours but the root package (its version). What needs the models or methods (the
+CLI form with model references, names checked, records assembled) is facts/, one stage up.
+Imported by every stage; reports import only `dspbench.records.io` and `records.buckets`.
 """

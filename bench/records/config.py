@@ -120,7 +120,8 @@ class RunConfig:
         return self.batch * (2 if self.cfg and not self.cfg_parallel else 1)
 
     def validate(self) -> None:
-        """Static errors in the configuration itself (not method constraints: those are `unsupported`)."""
+        """Static errors in the configuration itself (not method constraints: those are `unsupported`;
+        not its names: facts/names.py checks those against the registries)."""
         for name, allowed in (("mode", MODES), ("dtype", DTYPES), ("backend", BACKENDS), ("launcher", LAUNCHERS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
@@ -149,18 +150,6 @@ class RunConfig:
         if self.cfg_parallel and not (self.cfg and self.mode == "sample"):
             raise ValueError("cfg_parallel splits classifier-free guidance's two passes over two rank groups: it "
                              f"needs mode sample with cfg, got mode {self.mode!r}, cfg {self.cfg}")
-        self.validate_names()
-
-    def validate_names(self) -> None:
-        """An unknown method or model is an error (a typo, a plugin not installed yet), never an
-        `unsupported` record: sweeps keep those forever, so the point would never be retried."""
-        from dspbench.methods import unknown_method
-        from dspbench.models import MODELS
-        if why := unknown_method(self.method):
-            raise ValueError(why)
-        if self.model not in MODELS:
-            from dspbench.models.registry import resolve
-            resolve(self.model)     # a preset or a model file (with overrides); else a ValueError saying why
 
     def run_id(self) -> str:
         return run_id(self)

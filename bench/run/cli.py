@@ -5,7 +5,7 @@ import json
 import sys
 from pathlib import Path
 
-from dspbench.records.args import add_run_args, config_from_args
+from dspbench.facts.args import add_run_args, config_from_args
 
 
 # ---------------------------------------------------------------- run

@@ -9,7 +9,9 @@ import os
 import sys
 
 from dspbench.cost.autosp import resolved
-from dspbench.records.build import Outcome, build_record, unsupported_reason
+from dspbench.cost.hardware import device_peak
+from dspbench.facts.build import Outcome, build_record, unsupported_reason
+from dspbench.facts.names import validate
 from dspbench.records.config import RunConfig
 from dspbench.records.io import append_record
 from dspbench.run.launch import launch_env, launch_local
@@ -22,7 +24,7 @@ def run_config(cfg: RunConfig, records_file: str | os.PathLike | None = None, pr
     `sp="auto"` is resolved first from the `hardware` profile (bench/cost/autosp.py: the minimum SP
     degree that fits memory); unresolvable, the run is `unsupported` with the reason.
     """
-    cfg.validate()
+    validate(cfg)
     cfg, reason = resolved(cfg, hardware)
     reason = reason or unsupported_reason(cfg)
     if reason:
@@ -35,10 +37,18 @@ def run_config(cfg: RunConfig, records_file: str | os.PathLike | None = None, pr
             if outcome.status != "ok":
                 print(f"dspbench run: {outcome.status}: {outcome.error}", file=sys.stderr)
             return {}
-    rec = build_record(cfg, over_budget(cfg, outcome))
+    rec = build_record(cfg, over_budget(cfg, with_peak(cfg, outcome)))
     if records_file is not None:
         append_record(records_file, rec)
     return rec
+
+
+def with_peak(cfg: RunConfig, outcome: Outcome) -> Outcome:
+    """The measured device's dense peak for the run's dtype, from the device table (bench/cost/
+    devices.toml), for the record's MFU and HFU."""
+    if outcome.metrics and "device_name" in outcome.metrics:
+        outcome.metrics["device_peak_flops"] = device_peak(outcome.metrics["device_name"], cfg.dtype)
+    return outcome
 
 
 def over_budget(cfg: RunConfig, outcome: Outcome) -> Outcome:

@@ -16,7 +16,7 @@ import tempfile
 import time
 import traceback
 
-from dspbench.records.build import Outcome
+from dspbench.facts.build import Outcome
 from dspbench.records.config import RunConfig
 from dspbench.records.io import write_atomic
 from dspbench.run.ranks import die_with_parent, rank_context, started, supervise

@@ -8,7 +8,6 @@ from dspbench.models import Shape, make_inputs
 from dspbench.run.oracle import mse
 from dspbench.run.sampler import sample
 
-TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 DATA_CACHE_BYTES = 256 << 20   # pre-generate at most this much input; cycle beyond
 
 

@@ -16,7 +16,8 @@ from dspbench.models import Shape, build_model, get_config
 from dspbench.methods.padding import padded_shape
 from dspbench.run.oracle import cfg_parallel_errors, check_shape, oracle_errors, within_tolerance
 from dspbench.run.progress import Progress
-from dspbench.run.steps import TORCH_DTYPES, DataStream, make_optimizer, make_step
+from dspbench.models.dtypes import TORCH_DTYPES
+from dspbench.run.steps import DataStream, make_optimizer, make_step
 from dspbench.run.zero import init_deepspeed_comm, zero_engine
 from dspbench.cost.engine import engine_comm
 from dspbench.cost.memory import memory

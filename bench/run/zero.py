@@ -27,7 +27,7 @@ import os
 import torch
 
 from dspbench.methods import comm
-from dspbench.cost.engine import BUCKET_ELEMS
+from dspbench.records.engine import BUCKET_ELEMS
 from dspbench.methods.common import is_sharded
 
 class _Mesh:

@@ -15,30 +15,6 @@ from dspbench.models.params import flops_per_sample, param_count
 from dspbench.records.config import SAMPLE_TIMED_LOOP, RunConfig, flops_factors, guidance, sampler_for
 from dspbench.records.io import SCHEMA_VERSION
 
-# Dense (no sparsity) bf16/fp16 tensor-core peak FLOP/s per exact SKU, keyed by the name
-# torch.cuda.get_device_name reports. Sources: NVIDIA H100 Tensor Core GPU datasheet (table
-# "Technical Specifications": H100 SXM 1,979 / H100 NVL 1,671 / H100 PCIe 1,513 TFLOPS BF16 with
-# sparsity, halved for dense); NVIDIA H200 datasheet (H200 SXM 1,979, H200 NVL 1,671); NVIDIA A100
-# datasheet (table "NVIDIA A100 Tensor Core GPU Specifications": 312 TFLOPS BF16 dense, SXM and
-# PCIe). A name not listed (including H800/A800, whose torch names we have not seen) gets no MFU.
-PEAK_FLOPS = {
-    "NVIDIA H100 80GB HBM3": 989.5e12,      # H100 SXM5
-    "NVIDIA H100 NVL": 835.5e12,
-    "NVIDIA H100 PCIe": 756.5e12,
-    "NVIDIA H200": 989.5e12,                # H200 SXM
-    "NVIDIA H200 NVL": 835.5e12,
-    "NVIDIA A100-SXM4-80GB": 312e12, "NVIDIA A100-SXM4-40GB": 312e12,
-    "NVIDIA A100-PCIE-40GB": 312e12, "NVIDIA A100 80GB PCIe": 312e12,
-}
-
-
-def peak_flops(device_name: str, dtype: str) -> float | None:
-    """The device's dense peak for `dtype`, by exact SKU name; None where unknown (no MFU then)."""
-    if dtype == "fp32":
-        return None   # TF32/FP32 peaks differ by kernel choice; report MFU for bf16/fp16 only
-    return PEAK_FLOPS.get(device_name.strip())
-
-
 @dataclass
 class Outcome:
     status: str                  # ok | error | oom | timeout
@@ -111,7 +87,7 @@ def derived(cfg: RunConfig, metrics: dict) -> dict:
     mcfg = get_config(cfg.model)
     per_sample = flops_per_sample(mcfg, Shape(1, cfg.frames, cfg.spatial))
     model_x, hw_x = flops_factors(cfg)
-    peak = peak_flops(metrics.get("device_name", ""), cfg.dtype)
+    peak = metrics.get("device_peak_flops")   # the run stage's lookup in the device table (None: no MFU)
     return {
         "samples_per_s": samples,
         "tokens_per_s": samples * cfg.frames * cfg.spatial,
@@ -156,7 +132,7 @@ def build_record(cfg: RunConfig, outcome: Outcome, source: str = "measured") -> 
     empty = {k: None for k in ("step_time_median_s", "step_time_p10_s", "step_time_p90_s", "samples_per_s",
                                "tokens_per_s", "peak_mem_bytes", "losses", "comm_wire_bytes", "comm",
                                "oracle_max_abs_err", "oracle_errors", "comm_formula", "mfu", "hfu",
-                               "engine_comm", "attn_kernel", "mem_model", "mem_run_bytes")}
+                               "engine_comm", "attn_kernel", "mem_model", "mem_run_bytes", "device_peak_flops")}
     rec.update(empty)
     rec.update(sampling_facts(cfg))
     m = outcome.metrics or {}
