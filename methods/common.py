@@ -6,7 +6,7 @@ from torch import nn
 
 from dspbench.models.config import ModelConfig, Shape
 from dspbench.models.layers import AxisAttention
-from dspbench.methods import comm
+from dspbench.methods.comm import layer as comm
 from dspbench.methods.dims import Dims
 
 SHARDED = "_dspbench_shard"   # attribute on parameters a method shards (not replicated over SP)

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dspbench.models import H_DIM, S_DIM, T_DIM, W_DIM
-from dspbench.methods import comm
+from dspbench.methods.comm import layer as comm
 
 # Every sequence dim name of every layout; which ones a model has: ModelConfig.seq_dims (checked
 # by the methods' check(), since Dims does not know the model).

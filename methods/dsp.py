@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from dspbench.methods import comm
+from dspbench.methods.comm import layer as comm
 from dspbench.methods.common import act_bytes, attentions, n_attn, seq_dims_divisible, shard_sequence
 from dspbench.methods.spec import MethodSpec, Op
 

@@ -9,7 +9,7 @@ changed their signatures across 2.x releases (window_size as a pair or as two in
 number of returned tensors); the call is built from the installed function's signature, and a
 signature with an argument this adapter cannot fill turns flash-attn off with one warning rather
 than failing mid-run. ring-flash-attention's own ring is the separate method `ring_flash`
-(methods/ring_flash.py), its traffic recorded by methods/comm_external.py.
+(methods/ring_flash.py), its traffic recorded by methods/comm/external.py.
 """
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dspbench.models.layers import AxisAttention, CrossAttention, Mlp
-from dspbench.methods import comm
+from dspbench.methods.comm import layer as comm
 from dspbench.methods.common import SHARDED, act_bytes, heads_divisible, shard_divisible, shard_sequence, text_bytes
 from dspbench.methods.shards import ShardSpec, take_shard
 from dspbench.methods.spec import MethodSpec, Op

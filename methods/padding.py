@@ -29,9 +29,9 @@ import torch
 import torch.nn.functional as F
 
 from dspbench.models.config import Shape
-from dspbench.methods import comm
+from dspbench.methods.comm import layer as comm
 from dspbench.methods.common import attentions
-from dspbench.methods.ledger import BUS_FACTOR
+from dspbench.methods.comm.ledger import BUS_FACTOR
 
 PAD_MODES = ("never", "auto")
 

@@ -18,7 +18,7 @@ from torch import nn
 from torch.autograd import Function
 
 from dspbench.models.layers import LocalAttention
-from dspbench.methods import comm, comm_async
+from dspbench.methods.comm import async_ops as comm_async, layer as comm
 from dspbench.methods.attn_kernels import block_backward, block_forward
 from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
 from dspbench.methods.spec import MethodSpec, Op
@@ -45,7 +45,7 @@ def _block_backward(dout, q, k, v, out, lse, scale, aux, idx):
     return dq, torch.zeros_like(k).index_copy_(2, idx, dk_r), torch.zeros_like(v).index_copy_(2, idx, dv_r)
 
 
-def _merge(out, lse, blk_out, blk_lse):
+def merge_partial(out, lse, blk_out, blk_lse):
     """Log-sum-exp merge of two partial softmax attentions, in fp32."""
     new_lse = torch.logaddexp(lse, blk_lse)
     out = out * torch.exp(lse - new_lse)[..., None] + blk_out.float() * torch.exp(blk_lse - new_lse)[..., None]
@@ -70,7 +70,7 @@ class _RingAttention(Function):
             auxes.append(None if res is None else res[2])
             if res is not None:   # a block of padded keys only adds nothing (and is still passed on)
                 blk_out, blk_lse, _ = res
-                out, lse = (blk_out.float(), blk_lse) if out is None else _merge(out, lse, blk_out, blk_lse)
+                out, lse = (blk_out.float(), blk_lse) if out is None else merge_partial(out, lse, blk_out, blk_lse)
             if pending is not None:
                 kv = pending.wait()
         out = out.to(q.dtype)
@@ -145,11 +145,11 @@ def _kv(cfg, shape, dims, b):
     return 2 * act_bytes(cfg, shape, b) // dims.sp    # this rank's K and V blocks
 
 
-def _forward_ops(cfg, shape, dims, b):
+def forward_ops(cfg, shape, dims, b):
     return [Op("ring_kv", "send_recv", _kv(cfg, shape, dims, b), (dims.sp - 1) * n_attn(cfg, dims.shard))]
 
 
-def _backward_ops(cfg, shape, dims, b):
+def backward_ops(cfg, shape, dims, b):
     return [Op("ring_kv", "send_recv", _kv(cfg, shape, dims, b), (dims.sp - 1) * n_attn(cfg, dims.shard)),
             Op("ring_dkv", "send_recv", _kv(cfg, shape, dims, 4), dims.sp * n_attn(cfg, dims.shard))]
 
@@ -157,5 +157,5 @@ def _backward_ops(cfg, shape, dims, b):
 METHOD = MethodSpec(
     name="ring", summary="K/V ring passing with log-sum-exp merge inside attention over the sharded dim",
     constraints="the sharded dim % sp == 0; any head count",
-    check=_check, parallelize=_parallelize, forward_ops=_forward_ops, backward_ops=_backward_ops,
+    check=_check, parallelize=_parallelize, forward_ops=forward_ops, backward_ops=backward_ops,
 )

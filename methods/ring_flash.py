@@ -18,9 +18,9 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import nn
 
-from dspbench.methods import comm, comm_external
+from dspbench.methods.comm import external as comm_external, layer as comm
 from dspbench.methods.common import attentions, shard_divisible, shard_sequence
-from dspbench.methods.ring import _backward_ops, _forward_ops
+from dspbench.methods.ring import backward_ops, forward_ops
 from dspbench.methods.spec import MethodSpec
 
 NO_KEY_MASK = ("ring-flash-attn's ring_flash_attn_func takes no key mask (use ring, its algorithm in our code, "
@@ -86,6 +86,6 @@ def _parallelize(model, dims):
 METHOD = MethodSpec(
     name=NAME, summary="ring-flash-attn's ring_flash_attn_func inside attention over the sharded dim",
     constraints="ring-flash-attn + flash-attn (CUDA) importable; the sharded dim % sp == 0; training in bf16 only",
-    check=_check, parallelize=_parallelize, forward_ops=_forward_ops, backward_ops=_backward_ops,
+    check=_check, parallelize=_parallelize, forward_ops=forward_ops, backward_ops=backward_ops,
     check_run=_check_run, no_key_mask=NO_KEY_MASK,
 )

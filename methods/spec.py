@@ -29,7 +29,7 @@ from dspbench.models.params import param_count
 from dspbench.methods import padding
 from dspbench.methods.common import act_bytes, out_bytes
 from dspbench.methods.dims import Dims
-from dspbench.methods.ledger import key, wire_bytes
+from dspbench.methods.comm.ledger import key, wire_bytes
 
 CONJUGATE = {"all_to_all": "all_to_all", "all_gather": "reduce_scatter",
              "reduce_scatter": "all_gather", "send_recv": "send_recv", "all_reduce": "all_reduce"}

@@ -2,7 +2,7 @@
 at the inner-attention seam: torch's own code moves K and V, dspbench only shards the sequence.
 
 Shard one sequence dim; inside attention over it q, k, v become DTensors sharded on the sequence
-and SDPA runs through torch's context-parallel dispatcher (methods/comm_dtensor.py, which records
+and SDPA runs through torch's context-parallel dispatcher (methods/comm/dtensor.py, which records
 its functional collectives). Default rotate method (all-gather): forward, K and V all-gathered
 (2M per attention, paper convention, as `allgather_kv`). Backward (CUDA only, see below): K and V
 all-gathered again, and the dK, dV accumulators (fp32) passed one rank on N times by
@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import nn
 
-from dspbench.methods.comm_dtensor import TorchContextParallelAttention, context_parallel_error
+from dspbench.methods.comm.dtensor import TorchContextParallelAttention, context_parallel_error
 from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
 from dspbench.methods.spec import MethodSpec, Op
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from dspbench.methods import comm
+from dspbench.methods.comm import layer as comm
 from dspbench.methods.common import act_bytes, attentions, heads_divisible, n_attn, shard_divisible, shard_sequence, text_bytes
 from dspbench.methods.spec import MethodSpec, Op
 
@@ -63,7 +63,7 @@ def _parallelize(model, dims):
     return model
 
 
-def _forward_ops(cfg, shape, dims, b):
+def forward_ops(cfg, shape, dims, b):
     shard = act_bytes(cfg, shape, b) // dims.sp
     n = n_attn(cfg, dims.shard)
     return [Op("ulysses_qkv", "all_to_all", shard, 3 * n), Op("ulysses_out", "all_to_all", shard, n),
@@ -73,5 +73,5 @@ def _forward_ops(cfg, shape, dims, b):
 METHOD = MethodSpec(
     name="ulysses", summary="head/sequence all-to-all inside attention over the sharded dim",
     constraints="heads % sp == 0 and the sharded dim % sp == 0",
-    check=_check, parallelize=_parallelize, forward_ops=_forward_ops,
+    check=_check, parallelize=_parallelize, forward_ops=forward_ops,
 )

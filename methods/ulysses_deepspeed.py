@@ -23,10 +23,10 @@ import os
 
 from torch import nn
 
-from dspbench.methods import comm, comm_external
+from dspbench.methods.comm import external as comm_external, layer as comm
 from dspbench.methods.common import attentions, heads_divisible, shard_divisible, shard_sequence
 from dspbench.methods.spec import MethodSpec
-from dspbench.methods.ulysses import H_DIM, L_DIM, _forward_ops, gather_heads, joint_heads
+from dspbench.methods.ulysses import H_DIM, L_DIM, forward_ops, gather_heads, joint_heads
 
 NAME = "ulysses_deepspeed"
 
@@ -151,5 +151,5 @@ def _parallelize(model, dims):
 METHOD = MethodSpec(
     name=NAME, summary="DeepSpeed's own DistributedAttention (Ulysses) inside attention over the sharded dim",
     constraints="deepspeed installed, heads % sp == 0 and the sharded dim % sp == 0",
-    check=_check, parallelize=_parallelize, forward_ops=_forward_ops,
+    check=_check, parallelize=_parallelize, forward_ops=forward_ops,
 )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from dspbench.methods import comm
+from dspbench.methods.comm import layer as comm
 from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence, text_bytes
 from dspbench.methods.ring import RingAttention
 from dspbench.methods.spec import MethodSpec, Op, conjugates

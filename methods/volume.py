@@ -10,7 +10,7 @@ parallelism's exchange of the noise prediction (once per sampling step).
 """
 from __future__ import annotations
 
-from dspbench.methods.ledger import untag
+from dspbench.methods.comm.ledger import untag
 
 NOT_PER_LAYER = ("seq_gather", "grad_sync", "dp_grad_sync", "cfg_exchange")
 

@@ -85,17 +85,17 @@ def all_ended_ok(ends: dict[int, RankEnd]) -> bool:
 
 def compose(cfg: RunConfig, ends: dict[int, RankEnd], killed: bool) -> tuple[str, str]:
     """(status, error) of a configuration that did not end ok, named after its culprit rank."""
-    from dspbench.run.launch import _root_cause, _timeout_message   # dspbench run's culprit rule
+    from dspbench.run.launch import root_cause, timeout_message   # dspbench run's culprit rule
     failures = [(o.outcome[0], o.outcome[1] if o.outcome[1].startswith("rank ") else f"rank {r}: {o.outcome[1]}", "")
                 for r, o in sorted(ends.items()) if o.outcome is not None and o.outcome[0] != "ok"]
     pending = {r for r, o in ends.items() if o.outcome is None}
     steps = [ends[r].step for r in range(len(ends))]
     own = [f for f in failures if not _is_symptom(f[1])]
     if own or (failures and not pending):
-        out = _root_cause(failures)
+        out = root_cause(failures)
         return out.status, out.error
     if pending:
-        why = _timeout_message(cfg, pending, steps)
+        why = timeout_message(cfg, pending, steps)
         if killed:
             why += "; the sweep job killed the ranks (no record within the timeout + grace)"
         return "timeout", why
@@ -103,5 +103,5 @@ def compose(cfg: RunConfig, ends: dict[int, RankEnd], killed: bool) -> tuple[str
 
 
 def _is_symptom(error: str) -> bool:
-    from dspbench.run.launch import _PEER_SYMPTOMS
-    return any(s in error for s in _PEER_SYMPTOMS)
+    from dspbench.run.launch import PEER_SYMPTOMS
+    return any(s in error for s in PEER_SYMPTOMS)

@@ -2,7 +2,8 @@
 groups against one device's loop with both passes as a batch of two."""
 from __future__ import annotations
 
-from dspbench.methods import build_dims, comm, get_method
+from dspbench.methods import build_dims, get_method
+from dspbench.methods.comm import layer as comm
 from dspbench.models import Shape, get_config
 from dspbench.run.oracle import cfg_parallel_errors
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from dspbench.methods import comm
-from dspbench.methods.ledger import Ledger
+from dspbench.methods.comm import layer as comm
+from dspbench.methods.comm.ledger import Ledger
 
 PAIRS = {
     "all_to_all": lambda x, g: comm.all_to_all(x, 2, 1, g, "t"),

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from dspbench.methods import comm, comm_external
-from dspbench.methods.ledger import Ledger
+from dspbench.methods.comm import external as comm_external, layer as comm
+from dspbench.methods.comm.ledger import Ledger
 from dspbench.methods.ulysses import UlyssesAttention
 from dspbench.models.layers import LocalAttention
 from oracle_tasks import dims_for

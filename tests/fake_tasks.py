@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import torch
 
-from dspbench.methods import build_dims, comm, get_method
+from dspbench.methods import build_dims, get_method
+from dspbench.methods.comm import layer as comm
 from dspbench.methods.common import sync_replicated_grads
-from dspbench.methods.ledger import Ledger
+from dspbench.methods.comm.ledger import Ledger
 from dspbench.models import Shape, build_model, make_inputs
 
 

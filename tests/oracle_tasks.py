@@ -1,7 +1,8 @@
 """Rank-side tasks of the oracle tests: a method against the single-device model, same weights."""
 from __future__ import annotations
 
-from dspbench.methods import build_dims, comm, get_method
+from dspbench.methods import build_dims, get_method
+from dspbench.methods.comm import layer as comm
 from dspbench.models import Shape, get_config, make_inputs
 from dspbench.run.oracle import oracle_errors
 

@@ -18,7 +18,7 @@ import traceback
 def _worker(rank: int, world: int, init_file: str, conn) -> None:
     import torch
     torch.set_num_threads(1)
-    from dspbench.methods import comm
+    from dspbench.methods.comm import layer as comm
     comm.init("gloo", rank, world, init_method=f"file://{init_file}", timeout_s=120)
     while True:
         msg = conn.recv_bytes()

@@ -7,7 +7,8 @@ import torch
 
 import fake_flash_attn
 import oracle_tasks as ot
-from dspbench.methods import comm, get_method
+from dspbench.methods import get_method
+from dspbench.methods.comm import layer as comm
 from dspbench.methods.allgather_kv import AllGatherKVAttention
 from dspbench.methods.ring import RingAttention
 from dspbench.methods.ring_flash import RingFlashAttention

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from dspbench.methods.attn_kernels import _reference_backward, _reference_forward, block_backward, block_forward
-from dspbench.methods.ring import _merge
+from dspbench.methods.ring import merge_partial
 
 # The CUDA cases are GPU-marked (bench/gpu/check.sh selects `-m gpu`) and skip with a reason elsewhere.
 DEVICES = ["cpu", pytest.param("cuda", marks=[
@@ -24,7 +24,7 @@ def ring_simulated(q, k, v, n):
     for kb, vb in zip(ks, vs):
         o, l, aux = block_forward(q, kb, vb, scale)
         auxes.append(aux)
-        out, lse = (o.float(), l) if out is None else _merge(out, lse, o, l)
+        out, lse = (o.float(), l) if out is None else merge_partial(out, lse, o, l)
     out = out.to(q.dtype)
     dout = torch.ones_like(out)
     grads = [block_backward(dout, q, kb, vb, out, lse, scale, aux) for kb, vb, aux in zip(ks, vs, auxes)]

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from dspbench.methods import attn_kernels
-from dspbench.methods.ledger import Ledger, record
+from dspbench.methods.comm.ledger import Ledger, record
 
 pytestmark = pytest.mark.benchmark
 

@@ -156,7 +156,7 @@ def test_predict_prices_cfg_parallel_bytes_as_the_worker_formula():
     """The cost model's wire bytes are the formula the ledger is checked against: the method's sampling
     plan on one pass's batch plus the exchange per step."""
     from dspbench.methods import Dims, get_method
-    from dspbench.methods.ledger import untag
+    from dspbench.methods.comm.ledger import untag
     from dspbench.methods.spec import sample_comm_bytes
     from dspbench.models import Shape, get_config
     p = _predict(gpus=8, sp=4, cfg_parallel=True)

@@ -42,15 +42,15 @@ def test_list_style_all_to_all_equals_single(rank_pool, world, dims):
 
 
 def test_unknown_a2a_style_is_rejected():
-    from dspbench.methods import comm
+    from dspbench.methods.comm import layer as comm
     with pytest.raises(ValueError, match="a2a style must be one of"):
         comm.set_a2a_style("ring")
 
 
 def test_world_size_one_records_nothing():
     import torch
-    from dspbench.methods import comm
-    from dspbench.methods.ledger import Ledger
+    from dspbench.methods.comm import layer as comm
+    from dspbench.methods.comm.ledger import Ledger
     x = torch.randn(2, 4, 4, 3, requires_grad=True)
     with Ledger() as led:
         y = comm.all_to_all(x, 2, 1, None, "t")
@@ -84,7 +84,7 @@ def test_only_the_comm_layer_touches_torch_distributed():
     assert len(files) > 50
     # the recorded layer, its asynchronous band, its unrecorded band, and its DTensor band (torch_cp:
     # torch issues the calls)
-    layer = {"methods/comm.py", "methods/comm_async.py", "methods/comm_raw.py", "methods/comm_dtensor.py"}
+    layer = {"methods/comm/layer.py", "methods/comm/async_ops.py", "methods/comm/raw.py", "methods/comm/dtensor.py"}
     hits = [h for p in files if p.relative_to(root).as_posix() not in layer for h in _uses_c10d(p)]
-    assert hits == [], "collectives must go through methods/comm.py (ledger): " + ", ".join(hits)
-    assert _uses_c10d(root / "methods" / "comm.py"), "the check itself finds the comm layer's imports"
+    assert hits == [], "collectives must go through methods/comm/ (ledger): " + ", ".join(hits)
+    assert _uses_c10d(root / "methods" / "comm" / "layer.py"), "the check itself finds the comm layer's imports"

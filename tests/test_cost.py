@@ -13,7 +13,7 @@ from dspbench.cost.tiers import op_time
 from dspbench.cost.model import predict
 from dspbench.cost.hardware import Link, available_profiles, load_profile
 from dspbench.methods import Dims
-from dspbench.methods.ledger import untag
+from dspbench.methods.comm.ledger import untag
 from dspbench.models import Shape, get_config
 from dspbench.cost.predict import predicted_record
 

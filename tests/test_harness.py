@@ -170,8 +170,8 @@ def test_cli_json_and_result_line(tmp_path):
     lines = out.stderr.strip().splitlines()
     assert rec["method"] == "ring" and lines[-1].startswith("<RESULT>") and lines[-1].endswith("</RESULT>")
     assert json.loads(lines[-1][len("<RESULT>"):-len("</RESULT>")]) == rec
-    from dspbench.calibrate.emulate import _result     # what the emulation drivers read back
-    assert _result(out.stdout) == rec
+    from dspbench.calibrate.emulate import parsed_result     # what the emulation drivers read back
+    assert parsed_result(out.stdout) == rec
 
 
 def test_cli_unsupported_exit_code(tmp_path):

@@ -141,3 +141,33 @@ def test_no_loose_files_in_bench():
     loose = sorted(p.name for p in (ROOT / "bench").iterdir()
                    if p.is_file() and p.name not in ("__init__.py", "cli.py", "gpu_check.sh"))
     assert not loose, f"bench/ holds only packages, cli.py, __init__.py and gpu_check.sh; found {loose}"
+
+
+def private_imports(path: Path) -> list[str]:
+    """`from dspbench.x import _name`: a module reaching into another's internals."""
+    tree = ast.parse(path.read_text(), str(path))
+    return [f"{path.name}:{n.lineno}: {a.name} from {n.module}" for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("dspbench")
+            for a in n.names if a.name.startswith("_") and not a.name.startswith("__")]
+
+
+def test_no_module_imports_another_ones_private_names():
+    bad = [hit for path in SRC.values() for hit in private_imports(path)]
+    assert not bad, "make the name public (or move it) instead:\n" + "\n".join(bad)
+
+
+def test_the_private_import_check_catches_one(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("from dspbench.run.launch import root_cause, _hidden\nfrom dspbench import __version__\n")
+    assert private_imports(f) == ["m.py:1: _hidden from dspbench.run.launch"]
+
+
+def test_the_comm_package_is_the_base_of_methods():
+    """methods/comm/ (the layer, its bands, the ledger) imports nothing else of ours: every method
+    builds on it, and it must stay movable as one piece (torchtitan's distributed/ beside models/)."""
+    inside = lambda m: m == "dspbench.methods.comm" or m.startswith("dspbench.methods.comm.")
+    comm = {m: p for m, p in SRC.items() if inside(m)}
+    assert "dspbench.methods.comm.layer" in comm and "dspbench.methods.comm.ledger" in comm
+    bad = [f"{p.name}:{line}: {name}" for m, p in comm.items() for line, name, _ in imports(p)
+           if name.startswith("dspbench") and name in SRC and not inside(name)]
+    assert not bad, bad

@@ -8,7 +8,7 @@ import pytest
 import oracle_tasks as ot
 import padding_tasks as pt
 from dspbench.methods import Dims, get_method, padding
-from dspbench.methods.ledger import wire_bytes
+from dspbench.methods.comm.ledger import wire_bytes
 from dspbench.models import Shape, get_config
 
 HAS_DEEPSPEED = importlib.util.find_spec("deepspeed") is not None

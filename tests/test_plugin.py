@@ -8,8 +8,9 @@ import pytest
 import torch
 
 import oracle_tasks as ot
-from dspbench.methods import BUILTIN, available, comm, comm_async, get_method
-from dspbench.methods.ledger import Ledger
+from dspbench.methods import BUILTIN, available, get_method
+from dspbench.methods.comm import async_ops as comm_async, layer as comm
+from dspbench.methods.comm.ledger import Ledger
 from dspbench.models import ModelConfig, Shape, build_model, make_inputs
 from fake_tasks import fake_step
 from oracle_tasks import assert_matches_oracle

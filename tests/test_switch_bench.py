@@ -44,7 +44,7 @@ def test_local_shape():
 def _verify_task(shape, break_reference: bool):
     import torch
 
-    from dspbench.methods import comm, comm_raw
+    from dspbench.methods.comm import layer as comm, raw as comm_raw
     x = torch.randn(shape, generator=torch.Generator().manual_seed(comm.rank(None)))
     original = comm_raw.ref_all_to_all
     if break_reference:  # a wrong reference must be caught

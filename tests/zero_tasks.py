@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from dspbench.methods import comm, get_method
+from dspbench.methods import get_method
+from dspbench.methods.comm import layer as comm
 from dspbench.methods.common import sync_data_parallel_grads, sync_replicated_grads
-from dspbench.methods.ledger import Ledger
+from dspbench.methods.comm.ledger import Ledger
 from dspbench.models import Shape, build_model, get_config, make_inputs
 from oracle_tasks import dims_for
 

@@ -2,7 +2,7 @@
 
 The DSP paper's code (and VideoSys, OpenDiT) moves a switch as tensor_split (a contiguous copy per
 chunk), a list all_to_all and torch.cat; ours as one copy into a contiguous send buffer and one
-all_to_all_single (methods/comm.py). Same bytes on the wire, more copies around it. Here both run
+all_to_all_single (methods/comm/layer.py). Same bytes on the wire, more copies around it. Here both run
 through the comm layer (no ledger is open: nothing is recorded) on a (B, T/N, S, C) activation of
 each calibration size, alternating per iteration so the machine's noise hits both alike; the extra
 time per payload byte is the median over sizes of (t_list - t_single) / bytes, with its range over
@@ -15,7 +15,7 @@ import statistics
 import torch
 
 from dspbench.calibrate.timing import samples
-from dspbench.methods import comm
+from dspbench.methods.comm import layer as comm
 
 C = 64                    # channels of the probe's activation; T = 2 N frames, S a multiple of N
 

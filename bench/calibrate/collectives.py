@@ -3,7 +3,7 @@
 Every rank runs `calibrate_rank` inside an initialised world; rank 0 returns the measurements.
 Per size: warm-up, then `iters` samples, each a barrier and k back-to-back calls (k makes a
 sample last about 20 ms: bench/calibrate/timing.py loop_samples, as nccl-tests times a loop), the
-slowest rank's time / k (an all-reduce of max); the profile takes the median sample. Sizes are nccl-tests sizes (methods/ledger.py):
+slowest rank's time / k (an all-reduce of max); the profile takes the median sample. Sizes are nccl-tests sizes (methods/comm/ledger.py):
 the all-to-all / all-reduce input, the all-gather output, the reduce-scatter input, the bytes a
 p2p hop sends. algbw = size / t, busbw = wire bytes / t = algbw * BUS_FACTOR(n).
 """
@@ -16,9 +16,9 @@ import time
 
 import torch
 
-from dspbench.methods import comm, comm_async, comm_raw
+from dspbench.methods.comm import async_ops as comm_async, layer as comm, raw as comm_raw
 from dspbench.calibrate.timing import loop_samples, samples, timed
-from dspbench.methods.ledger import BUS_FACTOR, wire_bytes
+from dspbench.methods.comm.ledger import BUS_FACTOR, wire_bytes
 
 
 def _collective(op: str, size: int, n: int, device, group=None):

@@ -31,7 +31,7 @@ def parse_size(s: str) -> int:
 def _init_and_run(opts: dict, rank: int, world: int, init_method: str):
     import torch
     from dspbench.calibrate.collectives import calibrate_rank
-    from dspbench.methods import comm
+    from dspbench.methods.comm import layer as comm
     torch.set_num_threads(opts["threads"] or max(1, (os.cpu_count() or 1) // world))
     comm.init(opts["backend"], rank, world, init_method=init_method, timeout_s=opts["timeout_s"])
     try:

@@ -49,7 +49,7 @@ def run_ranks(cluster, argv: list[str], timeout: float = 600) -> list[subprocess
     return out
 
 
-def _result(stdout: str) -> dict | None:
+def parsed_result(stdout: str) -> dict | None:
     """The record `dspbench run` printed: its RESULT line, or with --json its one JSON document."""
     for line in stdout.splitlines():
         if line.startswith(RESULT_OPEN):
@@ -96,7 +96,7 @@ def measure(cluster, cfg: RunConfig, records: Path) -> dict:
             "--warmup", str(cfg.warmup), "--iters", str(cfg.iters), "--repeat", str(cfg.repeat),
             "--threads", "1", "--json", "--records-file", str(records)]
     res = run_ranks(cluster, argv)
-    rec = _result(res[0].stdout)
+    rec = parsed_result(res[0].stdout)
     if rec is None:
         raise RuntimeError(f"{cfg.method}: no record from rank 0: {res[0].stderr[-2000:]}")
     return rec

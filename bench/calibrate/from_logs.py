@@ -19,7 +19,7 @@ from pathlib import Path
 from dspbench.calibrate.nccl_logs import LogError, Test, parse_file, rows_for_fit
 from dspbench.calibrate.profile import link_dict
 from dspbench.cost.hardware import load_profile
-from dspbench.methods.ledger import OPS
+from dspbench.methods.comm.ledger import OPS
 
 GPU_BASES = (("H200", "h200-ib"), ("H100", "h100-ib"), ("H800", "h800-nvlink"), ("A100", "a100-ib"))
 

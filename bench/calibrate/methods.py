@@ -27,7 +27,7 @@ def calibration_config(method: str, opts: dict, sp: int, world: int) -> RunConfi
 
 def bench_methods(methods, opts: dict, sp: int) -> dict:
     """Every rank: train each method at the calibration shape; rank 0 gets {method: step samples}."""
-    from dspbench.methods import comm
+    from dspbench.methods.comm import layer as comm
     from dspbench.run.worker import run_rank
     out = {}
     for m in methods:

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from dspbench.records.config import RunConfig
-from dspbench.calibrate.emulate import _result, summarise, table, verdict
+from dspbench.calibrate.emulate import parsed_result, summarise, table, verdict
 from dspbench.records.io import append_record
 
 
@@ -48,7 +48,7 @@ def measure(a, cfg: RunConfig, records: Path) -> dict:
             str(cfg.warmup), "--iters", str(cfg.iters), "--repeat", str(cfg.repeat), "--threads", "1",
             "--json", "--records-file", str(records)]
     res = srun(a.nodes, a.per_node, argv, cfg.timeout_s)
-    rec = _result(res.stdout)
+    rec = parsed_result(res.stdout)
     if rec is None:
         raise RuntimeError(f"{cfg.method} sp={cfg.sp}: no record: {res.stderr[-2000:]}")
     return rec

@@ -9,7 +9,7 @@ may follow one another in one file; MPI and `-g` launches differ only in the dev
 
 What is read: the out-of-place time per size (the honest input; algbw = size / time, busbw = algbw x
 nccl-tests' bus factor: 2(n-1)/n all_reduce, (n-1)/n all_gather, reduce_scatter and alltoall, 1
-sendrecv (nccl-tests' doc/PERFORMANCE.md), the same factors as methods/ledger.py's wire bytes). A
+sendrecv (nccl-tests' doc/PERFORMANCE.md), the same factors as methods/comm/ledger.py's wire bytes). A
 row whose printed busbw disagrees with its own size and time by more than the printing allows is
 garbled; a row cut short at the end of a file is reported and skipped; anything else that is not
 nccl-tests output, a table with no rows, or logs of two different clusters (GPU models) mixed is a
@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dspbench.methods.ledger import BUS_FACTOR
+from dspbench.methods.comm.ledger import BUS_FACTOR
 
 BINARIES = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather", "reduce_scatter_perf": "reduce_scatter",
             "alltoall_perf": "all_to_all", "sendrecv_perf": "send_recv"}

@@ -7,7 +7,7 @@ import time
 
 import torch
 
-from dspbench.methods import comm
+from dspbench.methods.comm import layer as comm
 
 
 def sync() -> None:

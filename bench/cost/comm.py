@@ -4,7 +4,7 @@ For one call of collective `op` with nccl-tests size S in a group of n ranks on 
 
     t = alpha_L(op) * steps(op, n) + wire_bytes(op, S, n) / busbw_L(op)
 
-`wire_bytes` is the ledger's (methods/ledger.py: S * BUS_FACTOR), so busbw is exactly the
+`wire_bytes` is the ledger's (methods/comm/ledger.py: S * BUS_FACTOR), so busbw is exactly the
 nccl-tests bus bandwidth a calibration measures. A calibrated profile measured with n ranks also
 holds each op's time by size; for groups of n ranks that table is interpolated instead. steps: n-1 for ring-style all-gather,
 reduce-scatter and pairwise all-to-all, 2(n-1) for ring all-reduce, 1 for a p2p hop.
@@ -21,7 +21,7 @@ from collections import defaultdict
 from dspbench.cost.hardware import Link, Profile
 from dspbench.cost.tiers import members, span_of, tier_time, wire_bytes
 from dspbench.methods.dims import Dims
-from dspbench.methods.ledger import key
+from dspbench.methods.comm.ledger import key
 
 
 def group_link(profile: Profile, dims: Dims, group: str) -> Link:

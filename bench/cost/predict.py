@@ -21,7 +21,7 @@ from dspbench.records.config import RunConfig, flops_factors
 from dspbench.cost.model import predict
 from dspbench.cost.hardware import Profile, available_profiles, load_profile
 from dspbench.cost.interval import ratio_interval, step_interval
-from dspbench.methods.ledger import untag
+from dspbench.methods.comm.ledger import untag
 from dspbench.models import Shape, get_config
 from dspbench.models.params import flops_per_sample
 

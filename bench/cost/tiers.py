@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from dspbench.cost.hardware import Link, Profile
 from dspbench.methods.dims import Dims
-from dspbench.methods.ledger import BUS_FACTOR
+from dspbench.methods.comm.ledger import BUS_FACTOR
 
 
 @dataclass(frozen=True)

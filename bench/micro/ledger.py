@@ -14,8 +14,9 @@ import time
 import torch
 
 from dspbench.run.measure import quantile
-from dspbench.methods import build_dims, comm, get_method
-from dspbench.methods.ledger import Ledger
+from dspbench.methods import build_dims, get_method
+from dspbench.methods.comm import layer as comm
+from dspbench.methods.comm.ledger import Ledger
 from dspbench.micro.noise import LoadMonitor, noisy_reasons
 from dspbench.models import Shape, build_model, get_config
 from dspbench.run.ranks import run_ranks
@@ -50,7 +51,7 @@ def _rank(method: str, model: str, frames: int, spatial: int, rounds: int) -> di
 
 def record_cost_s(n: int = 200_000) -> float:
     """Seconds per ledger event (record + Event construction), measured in a tight loop."""
-    from dspbench.methods import ledger
+    from dspbench.methods.comm import ledger
     with Ledger():
         t0 = time.perf_counter()
         for _ in range(n):

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from dspbench.methods.attn_kernels import block_forward
-from dspbench.methods.ring import _merge
+from dspbench.methods.ring import merge_partial
 
 
 def ring_forward(q, k, v, n: int) -> torch.Tensor:
@@ -21,7 +21,7 @@ def ring_forward(q, k, v, n: int) -> torch.Tensor:
     out = lse = None
     for kb, vb in zip(k.chunk(n, dim=2), v.chunk(n, dim=2)):
         o, l, _ = block_forward(q, kb, vb, scale)   # the third: what a CUDA backward would need
-        out, lse = (o.float(), l) if out is None else _merge(out, lse, o, l)
+        out, lse = (o.float(), l) if out is None else merge_partial(out, lse, o, l)
     return out
 
 

@@ -30,7 +30,7 @@ import time
 
 import torch  # imported before the ranks fork, so no rank pays for it
 
-from dspbench.methods import comm, comm_raw
+from dspbench.methods.comm import layer as comm, raw as comm_raw
 from dspbench.micro.noise import LoadMonitor, noisy_reasons, relative_spread
 from dspbench.run.ranks import run_ranks
 

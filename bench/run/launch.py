@@ -39,7 +39,7 @@ def _child(cfg: RunConfig, rank: int, init_method: str, progress: bool, launched
     die_with_parent()
     import torch
     torch.set_num_threads(threads_per_rank(cfg))   # first: threaded work before fork can deadlock
-    from dspbench.methods import comm
+    from dspbench.methods.comm import layer as comm
     from dspbench.run.worker import run_rank
     try:
         comm.init(cfg.backend, rank, cfg.gpus, init_method=init_method, timeout_s=cfg.timeout_s)
@@ -68,9 +68,9 @@ def launch_local(cfg: RunConfig, progress: bool = False) -> Outcome:
         # the launcher's wall time of the whole run: start to the ranks' exit (teardown included)
         done.values[0]["phases_s"]["ranks_total"] = round(time.time() - launched, 4)
     if done.timed_out and not done.failures:
-        return Outcome("timeout", _timeout_message(cfg, set(done.timed_out), done.steps))
+        return Outcome("timeout", timeout_message(cfg, set(done.timed_out), done.steps))
     if done.failures:
-        return _root_cause(done.failures)
+        return root_cause(done.failures)
     return Outcome("ok", metrics=done.values[0])
 
 
@@ -81,19 +81,19 @@ def _tcp_init() -> str:
 
 
 # Messages of ranks that only saw a peer go away: never the root cause when another rank says more.
-_PEER_SYMPTOMS = ("Connection closed by peer", "Read error", "Connection reset", "Broken pipe",
+PEER_SYMPTOMS = ("Connection closed by peer", "Read error", "Connection reset", "Broken pipe",
                   "remote worker", "NCCL communicator was aborted", "Timed out", "timed out")
 
 
-def _root_cause(failures: list[tuple]) -> Outcome:
-    primary = [f for f in failures if not any(s in f[1] for s in _PEER_SYMPTOMS)] or failures
+def root_cause(failures: list[tuple]) -> Outcome:
+    primary = [f for f in failures if not any(s in f[1] for s in PEER_SYMPTOMS)] or failures
     first = primary[0]
     others = [f[1].split(":", 1)[0] for f in failures if f is not first]
     note = f" (then {', '.join(others)} failed on the lost peer)" if others else ""
     return Outcome(first[0], first[1] + note)
 
 
-def _timeout_message(cfg: RunConfig, pending: set[int], steps: list[int]) -> str:
+def timeout_message(cfg: RunConfig, pending: set[int], steps: list[int]) -> str:
     """Name the rank(s) that fell behind: the others are usually waiting for them in a collective."""
     behind = [r for r in sorted(pending) if steps[r] == min(steps[q] for q in pending)]
     ahead = max(steps)
@@ -158,7 +158,7 @@ def launch_env(cfg: RunConfig, progress: bool = False, outcome_prefix: str | Non
         return Outcome("error", f"--gpus {cfg.gpus} but the launcher started {world} ranks (WORLD_SIZE)")
     if cfg.threads or "OMP_NUM_THREADS" not in os.environ:   # --threads wins, then the launcher's OMP_NUM_THREADS
         torch.set_num_threads(threads_per_rank(cfg))
-    from dspbench.methods import comm
+    from dspbench.methods.comm import layer as comm
     from dspbench.run.worker import run_rank
     rank = int(os.environ.get("RANK", "0"))
     files = {k: f"{outcome_prefix}.r{rank}.{k}" for k in ("beat", "outcome")} if outcome_prefix else None

@@ -11,9 +11,9 @@ from dataclasses import replace
 
 import torch
 
-from dspbench.methods import comm
+from dspbench.methods.comm import layer as comm
 from dspbench.methods.common import SHARDED, is_sharded, sync_replicated_grads
-from dspbench.methods.ledger import Ledger
+from dspbench.methods.comm.ledger import Ledger
 from dspbench.methods.shards import take_shard
 from dspbench.models import Shape, build_model, make_inputs
 from dspbench.models.config import ModelConfig

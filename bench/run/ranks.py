@@ -123,7 +123,7 @@ def _fn_child(fn, args, rank: int, world: int, init_file: str, threads: int, tim
     die_with_parent()
     import torch
     torch.set_num_threads(threads)
-    from dspbench.methods import comm
+    from dspbench.methods.comm import layer as comm
     try:
         if backend == "nccl":
             torch.cuda.set_device(rank % torch.cuda.device_count())

@@ -21,7 +21,7 @@ import math
 
 import torch
 
-from dspbench.methods import comm
+from dspbench.methods.comm import layer as comm
 from dspbench.methods.spec import CFG_EXCHANGE_TAG
 
 # OpenSora v1.0's guidance scale (its configs/opensora/inference/*.py: scheduler cfg_scale=7.0).

@@ -9,8 +9,9 @@ import torch
 from dspbench.records import environ
 from dspbench.run import measure
 from dspbench.records.config import RunConfig, guidance, sampler_for
-from dspbench.methods import build_dims, comm, get_method
-from dspbench.methods.ledger import Ledger, untag
+from dspbench.methods import build_dims, get_method
+from dspbench.methods.comm import layer as comm
+from dspbench.methods.comm.ledger import Ledger, untag
 from dspbench.methods.spec import sample_comm_bytes
 from dspbench.models import Shape, build_model, get_config
 from dspbench.methods.padding import padded_shape

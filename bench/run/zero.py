@@ -14,7 +14,7 @@ Megatron-SP shards weights over its SP group, so DeepSpeed sees that group as mo
 gradients summed by a gradient hook through our comm layer (`grad_sync`, in the ledger) before
 DeepSpeed's own reduction sees them.
 
-Traffic: the engine's collectives go through deepspeed.comm, not methods/comm.py, and are not in
+Traffic: the engine's collectives go through deepspeed.comm, not methods/comm/layer.py, and are not in
 the ledger; bench/cost/engine.py accounts them analytically (ZeRO paper, Rajbhandari et al. SC'20,
 Sec. 7.2.1: a reduce-scatter of the gradients and an all-gather of the updated parameters per
 step), labelled as such. The ledger still holds every byte the method moves, and equals its
@@ -26,7 +26,7 @@ import os
 
 import torch
 
-from dspbench.methods import comm
+from dspbench.methods.comm import layer as comm
 from dspbench.records.engine import BUCKET_ELEMS
 from dspbench.methods.common import is_sharded
 

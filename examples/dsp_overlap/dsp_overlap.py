@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import torch
 
-from dspbench.methods import MethodSpec, Op, comm, comm_async
+from dspbench.methods import MethodSpec, Op
+from dspbench.methods.comm import async_ops as comm_async, layer as comm
 from dspbench.methods import dsp as _dsp
 from dspbench.methods.common import act_bytes, attentions, n_attn, shard_sequence
 from dspbench.models.layers import AxisAttention

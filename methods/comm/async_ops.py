@@ -3,7 +3,7 @@
 `RingExchange` (ring P2P, methods/ring.py and the calibration's ring probe) and `all_to_all_async`
 (a switch posted now, waited later: the dsp_overlap example plugin). Recorded like comm.py's
 collectives, one ledger event per exchange with its phase, group size and tag; split from
-methods/comm.py, and with it the only modules that call torch.distributed (tests/test_comm.py).
+methods/comm/layer.py, and with it the only modules that call torch.distributed (tests/test_comm.py).
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import torch
 import torch.distributed as dist
 from torch.autograd import Function
 
-from dspbench.methods import ledger
-from dspbench.methods.comm import Group, _all_to_all, _nbytes, _phase, _watch, rank, size
+from dspbench.methods.comm import ledger
+from dspbench.methods.comm.layer import Group, all_to_all_no_grad, nbytes, phase, stopwatch, rank, size
 
 
 class RingExchange:
@@ -34,13 +34,13 @@ class RingExchange:
         recv = [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in tensors]
         ops = [dist.P2POp(dist.isend, t.contiguous(), self.next, self.group, p2p_tag) for t in tensors]
         ops += [dist.P2POp(dist.irecv, r, self.prev, self.group, p2p_tag) for r in recv]
-        with _watch(self.group, tensors[0].device) as w:
+        with stopwatch(self.group, tensors[0].device) as w:
             works = dist.batch_isend_irecv(ops)
             if w.on:   # timed: the exchange is measured alone (gloo P2P works must not be waited twice)
                 for wk in works:
                     wk.wait()
                 works = []
-        ledger.record("send_recv", _phase(), self.n, sum(_nbytes(t) for t in tensors), tag, w.elapsed)
+        ledger.record("send_recv", phase(), self.n, sum(nbytes(t) for t in tensors), tag, w.elapsed)
         return _Pending(works, recv)
 
 
@@ -62,18 +62,18 @@ class _PostedAllToAll(Function):
     def forward(ctx, send, group, tag, works):
         ctx.args = (group, tag)
         recv = torch.empty_like(send)
-        with _watch(group, send.device) as w:
+        with stopwatch(group, send.device) as w:
             work = dist.all_to_all_single(recv, send, group=group, async_op=True)
             if w.on:   # timed: the exchange is measured alone, as RingExchange does
                 work.wait()
-        ledger.record("all_to_all", _phase(), size(group), _nbytes(send), tag, w.elapsed)
+        ledger.record("all_to_all", phase(), size(group), nbytes(send), tag, w.elapsed)
         works.append(work)
         return recv
 
     @staticmethod
     def backward(ctx, g):
         group, tag = ctx.args
-        return _all_to_all(g, 0, 0, group, tag), None, None, None   # (n, ..) -> (n, ..), rank blocks swapped
+        return all_to_all_no_grad(g, 0, 0, group, tag), None, None, None   # (n, ..) -> (n, ..), rank blocks swapped
 
 
 def all_to_all_async(x, scatter_dim: int, gather_dim: int, group: Group, tag: str) -> "PendingAllToAll":

@@ -17,8 +17,8 @@ from torch import nn
 from torch.autograd import Function
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from dspbench.methods import ledger
-from dspbench.methods.comm import _nbytes, _phase, rank, size
+from dspbench.methods.comm import ledger
+from dspbench.methods.comm.layer import nbytes, phase, rank, size
 
 # DTensor's redistribution issues the legacy namespace's ops, its ring handlers the new one's (by
 # name: the namespaces are filled only once torch.distributed is loaded).
@@ -56,13 +56,13 @@ class _Recorder(TorchDispatchMode):
             return out
         name = name.split(".")[0]
         if name == "all_gather_into_tensor":
-            self._record("all_gather", _nbytes(args[0]) * args[1])
+            self._record("all_gather", nbytes(args[0]) * args[1])
         elif name == "all_to_all_single":
             x, in_splits = args[0], args[2]
             if len(set(in_splits)) <= 1:
-                self._record("all_to_all", _nbytes(x))
+                self._record("all_to_all", nbytes(x))
             else:   # a permutation (permute_tensor): what leaves this rank
-                row = _nbytes(x) // max(1, x.shape[0])
+                row = nbytes(x) // max(1, x.shape[0])
                 self._record("send_recv", row * (sum(in_splits) - in_splits[self.me]))
         elif any(w in name for w in ("reduce", "coalesced", "broadcast", "gather", "scatter")):
             raise NotImplementedError(f"torch_cp issued {func.name()}: not in its formula, extend the recorder")
@@ -70,7 +70,7 @@ class _Recorder(TorchDispatchMode):
 
     def _record(self, op: str, payload: int) -> None:
         if self.n > 1:
-            ledger.record(op, _phase(), self.n, payload, self.tags[op])
+            ledger.record(op, phase(), self.n, payload, self.tags[op])
 
 
 class _RecordedAttention(Function):

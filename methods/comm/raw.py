@@ -1,7 +1,7 @@
 """The comm layer's unrecorded band: collectives on the wire alone, for benchmarks and calibration.
 
 No method may call these: they record nothing in the ledger (a ledger open around a benchmark sees
-only the method's own switch) and have no autograd. Split from methods/comm.py, the recorded
+only the method's own switch) and have no autograd. Split from methods/comm/layer.py, the recorded
 layer; together the two are the only modules that call torch.distributed (tests/test_comm.py).
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from dspbench.methods.comm import Group, list_all_to_all, size
+from dspbench.methods.comm.layer import Group, list_all_to_all, size
 
 
 # ---------------------------------------------------------------- the switch benchmark's baselines

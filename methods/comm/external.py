@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 
-from dspbench.methods import ledger
-from dspbench.methods.comm import _nbytes, _phase, _watch, size
+from dspbench.methods.comm import ledger
+from dspbench.methods.comm.layer import nbytes, phase, stopwatch, size
 
 # ---------------------------------------------------------------- a library's own all-to-alls
 _EXTERNAL = threading.local()   # .busy: a recording wrapper is running (outer, nested ones skip)
@@ -19,8 +19,8 @@ class record_external_all_to_all:  # noqa: N801 - a context manager, named like 
     `with record_external_all_to_all(owner, tag_for):` replaces `owner.<name>` (default
     `all_to_all_single`; for DeepSpeed, owner is the `deepspeed.comm` module, whose function
     `deepspeed.sequence.layer` looks up at each call) by a wrapper that runs the original, timed
-    like our own ops, and records one event per call exactly as `_all_to_all` does: op
-    `all_to_all`, the current phase (`_phase()`), the group's size, payload = the input's bytes,
+    like our own ops, and records one event per call exactly as `all_to_all_no_grad` does: op
+    `all_to_all`, the current phase (`phase()`), the group's size, payload = the input's bytes,
     tag = `tag_for()`. It needs the library to call it as (output, input, ..., group=...), like
     torch.distributed.all_to_all_single. Groups of size 1 record nothing, as ours.
 
@@ -43,13 +43,13 @@ class record_external_all_to_all:  # noqa: N801 - a context manager, named like 
             group = kwargs.get("group", args[2] if len(args) > 2 else None)
             _EXTERNAL.busy = True
             try:
-                with _watch(group, input.device) as w:
+                with stopwatch(group, input.device) as w:
                     work = original(output, input, *args, **kwargs)
             finally:
                 _EXTERNAL.busy = False
             n = size(group)
             if n > 1:
-                ledger.record("all_to_all", _phase(), n, _nbytes(input), tag_for(), w.elapsed)
+                ledger.record("all_to_all", phase(), n, nbytes(input), tag_for(), w.elapsed)
             return work
 
         recorded.__wrapped__ = original
@@ -86,18 +86,18 @@ def record_ring_flash_attn(module, kv_tag: str, dkv_tag: str) -> None:
             self._tag, self._sent, self._device = (tags.pop(0) if tags else kv_tag), 0, None
 
         def send_recv(self, to_send, recv_tensor=None):
-            self._sent, self._device = self._sent + _nbytes(to_send), to_send.device
+            self._sent, self._device = self._sent + nbytes(to_send), to_send.device
             return super().send_recv(to_send, recv_tensor)
 
         def commit(self):
-            with _watch(self._process_group, self._device) as w:
+            with stopwatch(self._process_group, self._device) as w:
                 super().commit()
                 if w.on:
                     for req in self._reqs:
                         req.wait()
                     self._reqs = []   # gloo P2P works must not be waited twice
             if self.world_size > 1:
-                ledger.record("send_recv", _phase(), self.world_size, self._sent, self._tag, w.elapsed)
+                ledger.record("send_recv", phase(), self.world_size, self._sent, self._tag, w.elapsed)
             self._sent = 0
 
     def tagged(fn, tags):

@@ -6,7 +6,7 @@ Three bands, as in Megatron-LM's mappings.py:
 2. autograd pairs whose backward is the conjugate collective;
 3. one-line public wrappers whose docstrings name both directions.
 Exchanges posted without waiting (ring P2P, an overlapped all-to-all) are its asynchronous band,
-methods/comm_async.py.
+methods/comm/async_ops.py.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 from torch.autograd import Function
 
-from dspbench.methods import ledger
+from dspbench.methods.comm import ledger
 
 Group = dist.ProcessGroup | None
 
@@ -89,12 +89,12 @@ def backend_name() -> str:
     return dist.get_backend() if is_initialized() else "none"
 
 
-def _phase() -> str:
+def phase() -> str:
     # Inside the autograd engine (a backward, or a checkpoint's recompute) traffic is backward traffic.
     return "bwd" if torch._C._current_graph_task_id() != -1 else "fwd"
 
 
-def _watch(group: Group, device: torch.device) -> ledger.Stopwatch:
+def stopwatch(group: Group, device: torch.device) -> ledger.Stopwatch:
     def sync(before: bool):
         if device.type == "cuda":
             torch.cuda.synchronize(device)
@@ -103,7 +103,7 @@ def _watch(group: Group, device: torch.device) -> ledger.Stopwatch:
     return ledger.Stopwatch(sync)
 
 
-def _nbytes(t: torch.Tensor) -> int:
+def nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
@@ -150,22 +150,22 @@ def list_all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group: G
     return torch.cat(outputs, dim=gather_dim)
 
 
-def _all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group: Group, tag: str) -> torch.Tensor:
+def all_to_all_no_grad(x: torch.Tensor, scatter_dim: int, gather_dim: int, group: Group, tag: str) -> torch.Tensor:
     """Split `scatter_dim` into n chunks, send chunk j to rank j, concatenate received along `gather_dim`."""
     n = size(group)
     if n == 1:
         return x
     if _A2A["style"] == "list":   # the reference's transfer, recorded here like ours
-        with _watch(group, x.device) as w:
+        with stopwatch(group, x.device) as w:
             out = list_all_to_all(x, scatter_dim, gather_dim, group)
-        ledger.record("all_to_all", _phase(), n, _nbytes(x), tag, w.elapsed)
+        ledger.record("all_to_all", phase(), n, nbytes(x), tag, w.elapsed)
         return out
     # (.., d_s, ..) -> (n, .., d_s/n, ..): the one copy into a contiguous send buffer.
     send = _send_buffer(x.unflatten(scatter_dim, (n, x.shape[scatter_dim] // n)).movedim(scatter_dim, 0))
     recv = torch.empty_like(send)
-    with _watch(group, x.device) as w:
+    with stopwatch(group, x.device) as w:
         dist.all_to_all_single(recv, send, group=group)
-    ledger.record("all_to_all", _phase(), n, _nbytes(send), tag, w.elapsed)
+    ledger.record("all_to_all", phase(), n, nbytes(send), tag, w.elapsed)
     # recv[j] came from rank j and holds its slice of the gather dim: put j outermost on that dim.
     # A view when everything left of gather_dim has extent 1 (e.g. B = 1), else one more copy.
     return recv.movedim(0, gather_dim).flatten(gather_dim, gather_dim + 1)
@@ -177,9 +177,9 @@ def _all_gather(x: torch.Tensor, dim: int, group: Group, tag: str) -> torch.Tens
         return x
     send = x.movedim(dim, 0).contiguous()
     out = torch.empty((n * send.shape[0],) + send.shape[1:], dtype=x.dtype, device=x.device)
-    with _watch(group, x.device) as w:
+    with stopwatch(group, x.device) as w:
         dist.all_gather_single(out, send, group=group)
-    ledger.record("all_gather", _phase(), n, _nbytes(out), tag, w.elapsed)
+    ledger.record("all_gather", phase(), n, nbytes(out), tag, w.elapsed)
     return out.movedim(0, dim)
 
 
@@ -189,9 +189,9 @@ def _reduce_scatter(x: torch.Tensor, dim: int, group: Group, tag: str) -> torch.
         return x
     send = x.movedim(dim, 0).contiguous()
     out = torch.empty((send.shape[0] // n,) + send.shape[1:], dtype=x.dtype, device=x.device)
-    with _watch(group, x.device) as w:
+    with stopwatch(group, x.device) as w:
         dist.reduce_scatter_single(out, send, group=group)
-    ledger.record("reduce_scatter", _phase(), n, _nbytes(send), tag, w.elapsed)
+    ledger.record("reduce_scatter", phase(), n, nbytes(send), tag, w.elapsed)
     return out.movedim(0, dim)
 
 
@@ -205,12 +205,12 @@ class _AllToAll(Function):
     @staticmethod
     def forward(ctx, x, scatter_dim, gather_dim, group, tag):
         ctx.args = (scatter_dim, gather_dim, group, tag)
-        return _all_to_all(x, scatter_dim, gather_dim, group, tag)
+        return all_to_all_no_grad(x, scatter_dim, gather_dim, group, tag)
 
     @staticmethod
     def backward(ctx, g):
         s, gd, group, tag = ctx.args
-        return _all_to_all(g, gd, s, group, tag), None, None, None, None
+        return all_to_all_no_grad(g, gd, s, group, tag), None, None, None, None
 
 
 class _GatherFromSeq(Function):
@@ -328,9 +328,9 @@ def all_reduce_(buf: torch.Tensor, group: Group, tag: str, average: bool = False
     n = size(group)
     if n == 1:
         return buf
-    with _watch(group, buf.device) as w:
+    with stopwatch(group, buf.device) as w:
         dist.all_reduce(buf, group=group)
-    ledger.record("all_reduce", phase, n, _nbytes(buf), tag, w.elapsed)
+    ledger.record("all_reduce", phase, n, nbytes(buf), tag, w.elapsed)
     if average:
         buf.div_(n)
     return buf
@@ -343,11 +343,11 @@ def exchange_with_peer(x: torch.Tensor, group: Group, tag: str) -> torch.Tensor:
         raise ValueError(f"exchange_with_peer needs a group of 2 ranks, got {size(group)}")
     send, recv = x.contiguous(), torch.empty_like(x, memory_format=torch.contiguous_format)
     peer = dist.get_global_rank(group, 1 - rank(group))
-    with _watch(group, x.device) as w:
+    with stopwatch(group, x.device) as w:
         for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, send, peer, group),
                                             dist.P2POp(dist.irecv, recv, peer, group)]):
             work.wait()
-    ledger.record("send_recv", _phase(), 2, _nbytes(send), tag, w.elapsed)
+    ledger.record("send_recv", phase(), 2, nbytes(send), tag, w.elapsed)
     return recv
 
 
