@@ -1,7 +1,7 @@
 """The report's figures (seaborn on Agg). Each `plot_*` returns (Figure, notes) or (None, why).
 
-One colour per method everywhere (style.PALETTE); units on every axis; figures with too many
-panels keep the largest ones and say so in their notes.
+One colour per method everywhere (its MethodSpec's, reports/meta.py); units on every axis; figures
+with too many panels keep the largest ones and say so in their notes.
 """
 from __future__ import annotations
 
