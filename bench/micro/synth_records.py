@@ -36,7 +36,8 @@ def make_record(cfg: RunConfig, rng: random.Random, *, flops_per_s: float, bytes
     rec = {"schema_version": SCHEMA_VERSION, "source": "synthetic", "run_id": cfg.run_id(), "status": "ok", "error": None,
            **{k: v for k, v in cfg.to_dict().items()
               if k not in ("gpus", "check", "timeout_s", "threads", "inject_fault")},
-           **method_facts(cfg.method), "hidden": mcfg.hidden, "depth": mcfg.depth, "heads": mcfg.heads, "params": param_count(mcfg),
+           **method_facts(cfg.method),
+           "hidden": mcfg.hidden, "depth": mcfg.depth, "heads": mcfg.heads, "params": param_count(mcfg),
            "world_size": cfg.gpus, "dp": cfg.dp, "environ": env,
            "recorded_at": when.isoformat(timespec="seconds")}
     tagged, why = analytic(cfg.method, cfg.model, cfg.frames, cfg.spatial, cfg.batch, int(cfg.sp),
