@@ -62,17 +62,14 @@ class Table3(NamedTuple):
     coeff: float
     per_n: bool = False
 
-    def factor(self, n: int) -> float:
-        return self.coeff / n if self.per_n else float(self.coeff)
-
 
 @dataclass(frozen=True)
 class Look:
     """How reports show a method; empty fields fall back (reports/meta.py): label to the name, colour
     to a palette colour picked by name, order after the hinted methods, alphabetically."""
     label: str = ""
-    colour: str = ""          # "#RRGGBB"; one hue per family, lighter for its variants
-    order: float | None = None   # reports list methods by this, ascending
+    colour: str = ""               # "#RRGGBB"; one hue per family, lighter for its variants
+    order: float | None = None     # reports list methods by this, ascending
     table3: Table3 | None = None
 
     def as_record(self) -> dict:
@@ -110,8 +107,8 @@ class MethodSpec:
     unsharded_saved: Callable[[ModelConfig], int] = _none
     pads: Callable[[ModelConfig, dict, Dims], tuple[str, ...]] = _sharded_dim
     no_key_mask: str = ""
-    report: Look = Look()
-    splits_heads: bool = False
+    report: Look = Look()          # label, colour, order, Table 3 row: data every record carries
+    splits_heads: bool = False     # heads/sp per rank: tests/test_method_checks.py holds check() to it
 
     def apply(self, model, dims: Dims, pad: str = "auto"):
         """`parallelize`, then (pad `auto`, SP > 1) the padding of dims the degree does not divide."""
