@@ -1,7 +1,8 @@
 """The `dspbench` command: each stage registers its own sub-commands; this file only gathers them.
 
 Stages (in `dspbench --help` order): run (run, models, methods, demo), cost (predict), plan (plan), calibrate
-(calibrate, emulate), reports (report), micro (bench-ledger, bench-switch), slurm (sweep).
+(calibrate, emulate), reports (report), micro (bench-ledger, bench-switch), slurm (sweep). It also
+hands reports the method registry (`wire_reports`), which reports may not import themselves.
 """
 from __future__ import annotations
 
@@ -22,9 +23,20 @@ def _gather() -> tuple[dict, dict]:
     return commands, passthrough
 
 
+def _registry_meta(name: str) -> dict | None:
+    return import_module("dspbench.methods").method_meta(name)   # torch loads only when asked
+
+
+def wire_reports() -> None:
+    """Reports may not import methods: a record written before records carried its method's look
+    (`method_meta`) gets the look the method registry declares today, a plugin's too."""
+    import_module("dspbench.reports.meta").registry = _registry_meta
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     commands, passthrough = _gather()
+    wire_reports()
     if argv and argv[0] in passthrough:   # benchmarks parse their own flags
         return passthrough[argv[0]](argv[1:]) or 0
     parser = argparse.ArgumentParser(prog="dspbench", description="dspbench: sequence parallelism for "

@@ -5,8 +5,9 @@ from importlib import import_module
 from importlib.metadata import entry_points
 
 from dspbench.methods.dims import Dims, build_dims
-from dspbench.methods.spec import MethodSpec, Op
+from dspbench.methods.spec import Look, MethodSpec, Op, Table3
 
+# A new built-in method is its module plus its name here; its report look is on its MethodSpec.
 BUILTIN = ("single", "dsp", "ulysses", "ulysses_all", "ring", "megatron_sp", "ulysses_deepspeed", "usp",
            "allgather_kv", "ring_flash", "torch_cp", "dsp_hybrid", "megatron_lm")
 ENTRY_POINT_GROUP = "dspbench.methods"
@@ -50,4 +51,14 @@ def get_method(name: str) -> MethodSpec:
     return spec
 
 
-__all__ = ["BUILTIN", "Dims", "MethodSpec", "Op", "available", "build_dims", "get_method", "unknown_method"]
+def method_meta(name: str) -> dict | None:
+    """A method's look as records carry it (`method_meta`), or None where no method has that name:
+    for reports of records written before records carried it (bench/cli.py hands this to reports)."""
+    try:
+        return get_method(name).report.as_record()
+    except (KeyError, TypeError, ImportError):
+        return None
+
+
+__all__ = ["BUILTIN", "Dims", "Look", "MethodSpec", "Op", "Table3", "available", "build_dims", "get_method",
+           "method_meta", "unknown_method"]

@@ -20,7 +20,7 @@ from torch import nn
 
 from dspbench.methods.comm import layer as comm
 from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
-from dspbench.methods.spec import MethodSpec, Op
+from dspbench.methods.spec import Look, MethodSpec, Op, Table3
 
 L_DIM = 1   # of q, k, v (B', L, H, D)
 TAG = "allgather_kv"
@@ -64,4 +64,6 @@ METHOD = MethodSpec(
                                  "(Llama 3 context parallelism)",
     constraints="the sharded dim % sp == 0; any head count",
     check=_check, parallelize=_parallelize, forward_ops=_forward_ops,
+    # Table 3: not in the paper, its convention (whole tensors moved per device)
+    report=Look(label="All-gather KV (Llama 3 CP)", colour="#E69F00", order=80, table3=Table3("2M", 2)),
 )

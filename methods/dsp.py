@@ -23,7 +23,7 @@ from functools import partial
 
 from dspbench.methods.comm import layer as comm
 from dspbench.methods.common import act_bytes, attentions, n_attn, seq_dims_divisible, shard_sequence
-from dspbench.methods.spec import MethodSpec, Op
+from dspbench.methods.spec import Look, MethodSpec, Op, Table3
 
 
 ENTRY = "T"   # the sequence dim sharded where the token grid enters the blocks
@@ -93,4 +93,6 @@ METHOD = MethodSpec(
     name="dsp", summary="dynamic switch between T and S shards (1 all-to-all per switch)",
     constraints="T % sp == 0 and S % sp == 0 (axial3d: H or W % sp == 0); any head count",
     check=_check, parallelize=_parallelize, forward_ops=_forward_ops, pads=pads,
+    # the strongest hue: every figure compares against DSP
+    report=Look(label="DSP", colour="#D55E00", order=10, table3=Table3("2M/N", 2, per_n=True)),
 )

@@ -18,7 +18,7 @@ from functools import partial
 
 from dspbench.methods import dsp
 from dspbench.methods.common import act_bytes, attentions, heads_divisible, seq_dims_divisible, shard_sequence, text_bytes
-from dspbench.methods.spec import MethodSpec, Op
+from dspbench.methods.spec import Look, MethodSpec, Op
 from dspbench.methods.ulysses import UlyssesAttention
 
 NAME = "dsp_hybrid"
@@ -70,4 +70,7 @@ METHOD = MethodSpec(
     name=NAME, summary="DSP switches where attention is local along a dim, Ulysses head all-to-alls where it is not",
     constraints="T % sp == 0; S % sp == 0 if temporal attention; heads % sp == 0 if full attention",
     check=_check, parallelize=_parallelize, forward_ops=_forward_ops, pads=_pads,
+    # DSP's hue, lighter: DSP with Ulysses inside full attention
+    report=Look(label="DSP + Ulysses (full attention)", colour="#F0A070", order=20),
+    splits_heads=True,
 )

@@ -10,7 +10,7 @@ from functools import partial
 
 from dspbench.methods import megatron_sp
 from dspbench.methods.common import act_bytes
-from dspbench.methods.spec import MethodSpec, Op, conjugates
+from dspbench.methods.spec import Look, MethodSpec, Op, Table3, conjugates
 
 
 def _backward_ops(cfg, shape, dims, b):
@@ -28,4 +28,7 @@ METHOD = MethodSpec(
     forward_ops=megatron_sp.METHOD.forward_ops,
     backward_ops=_backward_ops,
     sharded_params=megatron_sp.METHOD.sharded_params,
+    # Megatron-SP's hue, lighter; Table 3: megatron_sp's forward (its backward adds the re-gathers)
+    report=Look(label="Megatron-LM SP (re-gather)", colour="#E6B3D0", order=120, table3=Table3("8M", 8)),
+    splits_heads=True,
 )

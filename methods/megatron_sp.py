@@ -21,7 +21,7 @@ from dspbench.models.layers import AxisAttention, CrossAttention, Mlp
 from dspbench.methods.comm import layer as comm
 from dspbench.methods.common import SHARDED, act_bytes, heads_divisible, shard_divisible, shard_sequence, text_bytes
 from dspbench.methods.shards import ShardSpec, take_shard
-from dspbench.methods.spec import MethodSpec, Op
+from dspbench.methods.spec import Look, MethodSpec, Op, Table3
 
 
 def _sharded_param(full: torch.Tensor, spec: ShardSpec) -> nn.Parameter:
@@ -142,4 +142,6 @@ METHOD = MethodSpec(
     constraints="heads % sp == 0 and the sharded dim % sp == 0",
     check=_check, parallelize=_parallelize, forward_ops=_forward_ops, sharded_params=_sharded_params,
     unsharded_saved=gathered_inputs,
+    report=Look(label="Megatron-SP", colour="#CC79A7", order=110, table3=Table3("8M", 8)),
+    splits_heads=True,
 )

@@ -21,7 +21,7 @@ from dspbench.models.layers import LocalAttention
 from dspbench.methods.comm import async_ops as comm_async, layer as comm
 from dspbench.methods.attn_kernels import block_backward, block_forward
 from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
-from dspbench.methods.spec import MethodSpec, Op
+from dspbench.methods.spec import Look, MethodSpec, Op, Table3
 
 KV_TAG, DKV_TAG = 1, 2   # P2P message tags: the K,V and dK,dV streams between the same peers
 
@@ -158,4 +158,5 @@ METHOD = MethodSpec(
     name="ring", summary="K/V ring passing with log-sum-exp merge inside attention over the sharded dim",
     constraints="the sharded dim % sp == 0; any head count",
     check=_check, parallelize=_parallelize, forward_ops=forward_ops, backward_ops=backward_ops,
+    report=Look(label="Ring Attention", colour="#009E73", order=60, table3=Table3("2M", 2)),
 )

@@ -21,7 +21,7 @@ from torch import nn
 from dspbench.methods.comm import external as comm_external, layer as comm
 from dspbench.methods.common import attentions, shard_divisible, shard_sequence
 from dspbench.methods.ring import backward_ops, forward_ops
-from dspbench.methods.spec import MethodSpec
+from dspbench.methods.spec import Look, MethodSpec, Table3
 
 NO_KEY_MASK = ("ring-flash-attn's ring_flash_attn_func takes no key mask (use ring, its algorithm in our code, "
                "or a shape the degree divides)")
@@ -88,4 +88,6 @@ METHOD = MethodSpec(
     constraints="ring-flash-attn + flash-attn (CUDA) importable; the sharded dim % sp == 0; training in bf16 only",
     check=_check, parallelize=_parallelize, forward_ops=forward_ops, backward_ops=backward_ops,
     check_run=_check_run, no_key_mask=NO_KEY_MASK,
+    # the ring's hue, lighter: the library's ring beside ours; Table 3: not in the paper, its convention
+    report=Look(label="ring-flash-attn", colour="#66C2A5", order=70, table3=Table3("2M", 2)),
 )

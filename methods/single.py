@@ -1,5 +1,5 @@
 """No sequence parallelism: the single-device oracle and the speed-up denominator."""
-from dspbench.methods.spec import MethodSpec
+from dspbench.methods.spec import Look, MethodSpec
 
 
 def _check(cfg, shape, dims):
@@ -13,4 +13,5 @@ def _parallelize(model, dims):
 METHOD = MethodSpec(
     name="single", summary="unsharded model (oracle)", constraints="sp == 1",
     check=_check, parallelize=_parallelize, forward_ops=lambda cfg, shape, dims, b: [],
+    report=Look(label="single device", colour="#7F7F7F", order=130),
 )

@@ -11,7 +11,10 @@ A method module `methods/<name>.py` (or a plugin module, see docs/adding-a-metho
   cannot run (a library's limits: ring-flash-attn's fp32 backward, torch's CPU context parallel);
 - `pads(cfg, extents, dims) -> names` (optional): the sequence dims padded to a multiple of the
   degree when they do not divide (default: the sharded dim, `dims.shard`); `no_key_mask`: why the
-  method cannot mask padded keys (a library's attention), which refuses padding (methods/padding.py).
+  method cannot mask padded keys (a library's attention), which refuses padding (methods/padding.py);
+- `report` (optional): how reports show it (`Look`: label, colour, order, Table 3 formula); records
+  carry it (`method_meta`), since reports may not import methods; `splits_heads`: each SP rank
+  holds heads/sp of an attention's heads, so the check refuses heads the degree does not divide.
 `comm_bytes(...)` is derived from these, on the padded shape, and must equal the ledger exactly.
 `apply(model, dims, pad)` is `parallelize` plus the padding (callers use it, not parallelize).
 """
@@ -53,6 +56,30 @@ class Op(NamedTuple):
         return self.ranks or {"sp": dims.sp, "dp": dims.dp, "cfg": dims.cfg}[self.group]
 
 
+class Table3(NamedTuple):
+    """The paper's Table 3 row (forward, per layer, whole tensors moved per device): `formula` as
+    printed, and its factor of M, `coeff / N` if `per_n` else `coeff`."""
+    formula: str
+    coeff: float
+    per_n: bool = False
+
+
+@dataclass(frozen=True)
+class Look:
+    """How reports show a method; empty fields fall back (reports/meta.py): label to the name, colour
+    to a palette colour picked by name, order after the hinted methods, alphabetically."""
+    label: str = ""
+    colour: str = ""               # "#RRGGBB"; one hue per family, lighter for its variants
+    order: float | None = None     # reports list methods by this, ascending
+    table3: Table3 | None = None
+
+    def as_record(self) -> dict:
+        """The record's `method_meta` (JSON): what a report needs, without importing the method."""
+        t = self.table3
+        return {"label": self.label or None, "colour": self.colour or None, "order": self.order,
+                "table3": None if t is None else {"formula": t.formula, "coeff": t.coeff, "per_n": t.per_n}}
+
+
 def _none(cfg: ModelConfig) -> int:
     return 0
 
@@ -81,6 +108,8 @@ class MethodSpec:
     unsharded_saved: Callable[[ModelConfig], int] = _none
     pads: Callable[[ModelConfig, dict, Dims], tuple[str, ...]] = _sharded_dim
     no_key_mask: str = ""
+    report: Look = Look()          # label, colour, order, Table 3 row: data every record carries
+    splits_heads: bool = False     # heads/sp per rank: tests/test_method_checks.py holds check() to it
 
     def apply(self, model, dims: Dims, pad: str = "auto"):
         """`parallelize`, then (pad `auto`, SP > 1) the padding of dims the degree does not divide."""

@@ -21,7 +21,7 @@ from torch import nn
 
 from dspbench.methods.comm.dtensor import TorchContextParallelAttention, context_parallel_error
 from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
-from dspbench.methods.spec import MethodSpec, Op
+from dspbench.methods.spec import Look, MethodSpec, Op, Table3
 
 NO_KEY_MASK = ("torch's context-parallel SDPA takes no key mask here (use allgather_kv, its algorithm in our "
                "code, or a shape the degree divides)")
@@ -75,4 +75,6 @@ METHOD = MethodSpec(
     constraints="torch >= 2.7; the sharded dim % sp == 0; training on CUDA only (torch 2.13: no CPU backward)",
     check=_check, parallelize=_parallelize, forward_ops=_forward_ops, backward_ops=_backward_ops,
     check_run=_check_run, no_key_mask=NO_KEY_MASK,
+    # Table 3: not in the paper, its convention (whole tensors moved per device)
+    report=Look(label="torch context_parallel", colour="#332288", order=90, table3=Table3("2M", 2)),
 )

@@ -15,7 +15,7 @@ from torch import nn
 
 from dspbench.methods.comm import layer as comm
 from dspbench.methods.common import act_bytes, attentions, heads_divisible, n_attn, shard_divisible, shard_sequence, text_bytes
-from dspbench.methods.spec import MethodSpec, Op
+from dspbench.methods.spec import Look, MethodSpec, Op, Table3
 
 B_DIM, L_DIM, H_DIM = 0, 1, 2   # of q, k, v (B', L, H, D)
 
@@ -74,4 +74,7 @@ METHOD = MethodSpec(
     name="ulysses", summary="head/sequence all-to-all inside attention over the sharded dim",
     constraints="heads % sp == 0 and the sharded dim % sp == 0",
     check=_check, parallelize=_parallelize, forward_ops=forward_ops,
+    # Table 3 in the sharded dim's block only (ICML "less than 25%", v5 "at least 50%")
+    report=Look(label="Ulysses", colour="#0072B2", order=30, table3=Table3("4M/N", 4, per_n=True)),
+    splits_heads=True,
 )

@@ -14,7 +14,7 @@ all-to-all undoes exactly that permutation. Correct, and 4 all-to-alls of M/N pe
 from __future__ import annotations
 
 from dspbench.methods.common import act_bytes, attentions, heads_divisible, shard_divisible, shard_sequence, text_bytes
-from dspbench.methods.spec import MethodSpec, Op
+from dspbench.methods.spec import Look, MethodSpec, Op, Table3
 from dspbench.methods.ulysses import B_DIM, L_DIM, UlyssesAttention
 
 
@@ -42,4 +42,7 @@ METHOD = MethodSpec(
     name="ulysses_all", summary="Ulysses head/sequence all-to-all inside every self-attention (paper v1: 8M/N)",
     constraints="heads % sp == 0 and the sharded dim % sp == 0",
     check=_check, parallelize=_parallelize, forward_ops=_forward_ops,
+    # Table 3 in both blocks (paper v1 and "75% less")
+    report=Look(label="Ulysses (every attention)", colour="#004C7A", order=40, table3=Table3("8M/N", 8, per_n=True)),
+    splits_heads=True,
 )

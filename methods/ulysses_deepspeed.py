@@ -25,7 +25,7 @@ from torch import nn
 
 from dspbench.methods.comm import external as comm_external, layer as comm
 from dspbench.methods.common import attentions, heads_divisible, shard_divisible, shard_sequence
-from dspbench.methods.spec import MethodSpec
+from dspbench.methods.spec import Look, MethodSpec, Table3
 from dspbench.methods.ulysses import H_DIM, L_DIM, forward_ops, gather_heads, joint_heads
 
 NAME = "ulysses_deepspeed"
@@ -152,4 +152,6 @@ METHOD = MethodSpec(
     name=NAME, summary="DeepSpeed's own DistributedAttention (Ulysses) inside attention over the sharded dim",
     constraints="deepspeed installed, heads % sp == 0 and the sharded dim % sp == 0",
     check=_check, parallelize=_parallelize, forward_ops=forward_ops,
+    report=Look(label="DeepSpeed-Ulysses", colour="#56B4E9", order=50, table3=Table3("4M/N", 4, per_n=True)),
+    splits_heads=True,
 )

@@ -21,7 +21,7 @@ from torch import nn
 from dspbench.methods.comm import layer as comm
 from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence, text_bytes
 from dspbench.methods.ring import RingAttention
-from dspbench.methods.spec import MethodSpec, Op, conjugates
+from dspbench.methods.spec import Look, MethodSpec, Op, conjugates
 from dspbench.methods.ulysses import gather_heads, joint_heads
 
 L_DIM, H_DIM = 1, 2   # of q, k, v (B', L, H, D)
@@ -132,4 +132,6 @@ METHOD = MethodSpec(
     name="usp", summary="Ulysses x Ring (USP): head all-to-all in sub-groups of u, K/V ring across r = sp/u",
     constraints="the sharded dim % sp == 0; u = --ulysses-degree, else the largest divisor of sp dividing heads",
     check=_check, parallelize=_parallelize, forward_ops=_forward_ops, backward_ops=_backward_ops,
+    # Tol's wine
+    report=Look(label="USP (Ulysses × Ring)", colour="#882255", order=100),
 )

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from dspbench.records.io import read_records
+from dspbench.reports import meta
 from dspbench.reports.provenance import normalise
 
 # Columns every downstream step may rely on (absent from old or partial records: NaN/None).
@@ -65,6 +66,7 @@ def load_sweep(root: str | Path) -> Sweep:
             normalise(r)
             r["file"] = rel           # where the raw record lives, for the report's row links
         rows += recs
+    meta.learn_records(rows)     # each method's label and colour, as the code that ran it declared
     runs, predicted = _split_predictions(_frame(rows))
     runs, duplicates = _dedupe(runs)
     name = str(manifest.get("name") or manifest.get("sweep") or root.name)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dspbench.reports.style import PAPER_TABLE3
+from dspbench.reports.meta import table3
 
 NOT_PER_LAYER = ("seq_gather", "grad_sync", "dp_grad_sync", "cfg_exchange")   # == methods.volume (torch-free here)
 CFG_EXCHANGE = "cfg_exchange/send_recv.fwd"   # CFG parallelism's per-step exchange (methods/spec.py)
@@ -78,7 +78,7 @@ def _row(r) -> dict:
     out["match"] = bool(formula is not None and np.isclose(out["fwd_measured"], out["fwd_formula"], **exact)
                         and np.isclose(out["bwd_measured"], out["bwd_formula"], equal_nan=True, **exact))
     out["paper_fwd_xM"] = out["fwd_measured"] * n / (n - 1) / M
-    name, factor = PAPER_TABLE3.get(r["method"], ("", None))
+    name, factor = table3(r["method"])
     out["table3"], out["table3_xM"] = name, factor(n) if factor else np.nan
     # CFG parallelism adds one exchange per sampling step, not per layer: E = the noise prediction
     # (B·C_in·T·S·patch bytes) each rank sends its peer; both sides of the match count it

@@ -1,7 +1,7 @@
 """The report's figures (seaborn on Agg). Each `plot_*` returns (Figure, notes) or (None, why).
 
-One colour per method everywhere (style.PALETTE); units on every axis; figures with too many
-panels keep the largest ones and say so in their notes.
+One colour per method everywhere (its MethodSpec's, reports/meta.py); units on every axis; figures
+with too many panels keep the largest ones and say so in their notes.
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def save(fig, folder: Path, name: str) -> dict[str, Path]:
     return paths
 
 
-def _varying(df: pd.DataFrame, cols=CONTEXT) -> list[str]:
+def varying_context(df: pd.DataFrame, cols=CONTEXT) -> list[str]:
     return [c for c in cols if c in df and df[c].nunique(dropna=False) > 1]
 
 
@@ -64,13 +64,13 @@ def _ctx_text(k: str, v) -> str:
     return str(v)
 
 
-def _panel_title(key: dict) -> str:
+def panel_title(key: dict) -> str:
     shape = f"T={int(key['frames'])} S={int(key['spatial'])}" if "frames" in key else ""
     ctx = " ".join(_ctx_text(k, v) for k, v in key.items() if k not in ("frames", "spatial"))
     return "\n".join(x for x in (ctx, shape) if x)
 
 
-def _panels(df: pd.DataFrame, keys: list[str], size_col: str, min_size: int = 1) -> tuple[list, list[str]]:
+def split_panels(df: pd.DataFrame, keys: list[str], size_col: str, min_size: int = 1) -> tuple[list, list[str]]:
     """Panel groups with at least `min_size` distinct `size_col` values, the richest kept, key order."""
     groups = [(k, g) for k, g in df.groupby(keys, dropna=False, sort=True) if g[size_col].nunique() >= min_size]
     notes = []
@@ -81,7 +81,7 @@ def _panels(df: pd.DataFrame, keys: list[str], size_col: str, min_size: int = 1)
     return [(dict(zip(keys, k if isinstance(k, tuple) else (k,))), g) for k, g in groups], notes
 
 
-def _grid(n: int, w: float = 4.2, h: float = 3.4):
+def panel_grid(n: int, w: float = 4.2, h: float = 3.4):
     cols = 2 if n == 4 else min(n, 3)
     rows = -(-n // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(w * cols + LEGEND_IN, h * rows), squeeze=False)
@@ -90,7 +90,7 @@ def _grid(n: int, w: float = 4.2, h: float = 3.4):
     return fig, list(axes.flat[:n])
 
 
-def _bar_rows(configs: list[str], per_config: int):
+def bar_rows(configs: list[str], per_config: int):
     """(figure, [(axes, configurations)]): grouped bars wrapped in rows; one long row is unreadable."""
     chunks = [configs[i:i + BARS_PER_ROW] for i in range(0, len(configs), BARS_PER_ROW)]
     width = max(8.0, 1.1 * len(chunks[0]) * max(1, per_config) ** 0.5 + 2 + LEGEND_IN)
@@ -109,14 +109,14 @@ def _gpus(n) -> str:
     return f"{int(n)} GPU" + ("s" if n != 1 else "")
 
 
-def _config_labels(df: pd.DataFrame, ctx: list[str]) -> list[str]:
+def config_labels(df: pd.DataFrame, ctx: list[str]) -> list[str]:
     """'<varying context>\\n<n> GPUs T=.. S=..' per row: the x labels of bar charts."""
     rows = df[ctx + ["gpus", "frames", "spatial"]].itertuples(index=False)
     return [" ".join(_ctx_text(k, v) for k, v in zip(ctx, r[:len(ctx)]))
             + f"\n{_gpus(r[-3])} T={int(r[-2])} S={int(r[-1])}" for r in rows]
 
 
-def _pick_configs(df: pd.DataFrame) -> tuple[list[str], list[str]]:
+def pick_configs(df: pd.DataFrame) -> tuple[list[str], list[str]]:
     """At most MAX_BARS of df's `config` labels: the most GPUs and longest sequences (where methods
     differ most), shown in increasing order."""
     d = df.assign(_tok=df["frames"] * df["spatial"]).drop_duplicates("config")
@@ -150,12 +150,12 @@ def plot_throughput(best: pd.DataFrame):
     """Samples/s vs GPUs per method, one panel per sequence shape (and context that varies)."""
     if best.empty or best["gpus"].nunique() < 2:
         return None, "throughput vs GPUs: skipped, the sweep has a single GPU count."
-    keys = _varying(best) + ["frames", "spatial"]
-    panels, notes = _panels(best, keys, "gpus", min_size=2)
+    keys = varying_context(best) + ["frames", "spatial"]
+    panels, notes = split_panels(best, keys, "gpus", min_size=2)
     if not panels:
         return None, "throughput vs GPUs: skipped, no sequence shape ran on two or more GPU counts."
     theme()
-    fig, axes = _grid(len(panels))
+    fig, axes = panel_grid(len(panels))
     for ax, (key, g) in zip(axes, panels):
         for m in order(g["method"].unique()):
             d = g[g["method"] == m].sort_values("gpus")
@@ -166,7 +166,7 @@ def plot_throughput(best: pd.DataFrame):
                         elinewidth=3, capsize=0, ls="--" if (d["source"] == "predicted").all() else "-")
         _gpu_axis(ax, best["gpus"])
         _log_if_decades(ax, g["samples_per_s"])
-        ax.set(title=_panel_title(key), xlabel="GPUs (world size)", ylabel="throughput (samples/s)")
+        ax.set(title=panel_title(key), xlabel="GPUs (world size)", ylabel="throughput (samples/s)")
     layout(fig)
     _legend(fig, order(best["method"].unique()))
     return fig, notes
@@ -177,13 +177,13 @@ def plot_speedup(speedups: pd.DataFrame):
     if speedups.empty:
         return None, "DSP speed-up: skipped, no configuration has both DSP and a baseline."
     s = speedups.copy()
-    ctx = _varying(s)
-    s["config"] = _config_labels(s, ctx)
-    configs, notes = _pick_configs(s)
+    ctx = varying_context(s)
+    s["config"] = config_labels(s, ctx)
+    configs, notes = pick_configs(s)
     s = s[s["config"].isin(configs)]
     bases = order(s["baseline"].unique())
     theme()
-    fig, rows = _bar_rows(configs, len(bases))
+    fig, rows = bar_rows(configs, len(bases))
     width = 0.8 / len(bases)
     for ax, chunk in rows:
         for i, b in enumerate(bases):
@@ -212,7 +212,7 @@ def plot_scaling(sc: pd.DataFrame):
         return None, "scaling curves: skipped, no series with two or more GPU counts."
     kinds = [k for k in ("strong", "weak") if (sc["scaling"] == k).any()]
     theme()
-    fig, axes = _grid(len(kinds), w=5.2, h=4.0)
+    fig, axes = panel_grid(len(kinds), w=5.2, h=4.0)
     methods, notes = order(sc["method"].unique()), []
     for ax, kind in zip(axes, kinds):
         d = sc[sc["scaling"] == kind]

@@ -6,8 +6,8 @@ import pandas as pd
 from matplotlib.patches import Patch
 
 from dspbench.reports.commvol import per_op_per_layer
-from dspbench.reports.figures import (OP_COLOURS, _bar_rows, _config_labels, _grid, _panel_title, _panels, _pick_configs,
-                      _varying, layout, legend_x, theme)
+from dspbench.reports.figures import (OP_COLOURS, bar_rows, config_labels, panel_grid, panel_title, split_panels, pick_configs,
+                      varying_context, layout, legend_x, theme)
 from dspbench.reports.style import GIB, MIB, colour, label, order
 
 
@@ -35,10 +35,10 @@ def plot_comm_volume(runs: pd.DataFrame):
     ops = _op_frame(runs)
     if ops.empty:
         return None, "communication volume: skipped, no run with SP > 1 carries a ledger."
-    keys = _varying(ops) + ["frames", "spatial", "sp"]
-    panels, notes = _panels(ops, keys, "method")
+    keys = varying_context(ops) + ["frames", "spatial", "sp"]
+    panels, notes = split_panels(ops, keys, "method")
     theme()
-    fig, axes = _grid(len(panels), w=4.6, h=3.8)
+    fig, axes = panel_grid(len(panels), w=4.6, h=3.8)
     shown = pd.concat([g for _, g in panels])
     segs = sorted({(o, p) for o, p in zip(shown["op"], shown["phase"])}, key=lambda x: (x[1] != "fwd", x))
     for ax, (key, g) in zip(axes, panels):
@@ -53,7 +53,7 @@ def plot_comm_volume(runs: pd.DataFrame):
         ax.set_xticks(range(len(methods)), [label(m) for m in methods], rotation=20, ha="right")
         for tick, m in zip(ax.get_xticklabels(), methods):
             tick.set_color(colour(m))               # the method's colour, as in every other figure
-        title = _panel_title({k: v for k, v in key.items() if k != "sp"})
+        title = panel_title({k: v for k, v in key.items() if k != "sp"})
         ax.set(title=f"SP={int(key['sp'])} {title}", xlabel="method",
                ylabel="sent per rank per layer (MiB)")
     handles = [Patch(facecolor=OP_COLOURS.get(o, "#BBBBBB"), alpha=BWD_ALPHA if p == "bwd" else 1.0,
@@ -68,15 +68,15 @@ def plot_memory(best: pd.DataFrame):
     b = best.dropna(subset=["mem_per_rank_bytes"])
     if b.empty:
         return None, "memory per rank: skipped, no run reports peak memory."
-    ctx = _varying(b)
-    b = b.assign(config=_config_labels(b, ctx))
+    ctx = varying_context(b)
+    b = b.assign(config=config_labels(b, ctx))
     # A method run at several SP degrees on one configuration (a bucket sweep's SP 1 and 2): its fastest.
     b = b.sort_values("samples_per_s").drop_duplicates(["method", "config"], keep="last")
-    configs, notes = _pick_configs(b)
+    configs, notes = pick_configs(b)
     methods = order(b["method"].unique())
     b = b[b["config"].isin(configs)].assign(GiB=b["mem_per_rank_bytes"] / GIB, method=b["method"].map(label))
     theme()
-    fig, rows = _bar_rows(configs, len(methods))
+    fig, rows = bar_rows(configs, len(methods))
     width = 0.8 / len(methods)
     for ax, chunk in rows:      # plain bars: seaborn's barplot costs 3x for the same picture
         for i, m in enumerate(methods):

@@ -59,7 +59,7 @@ def render(t: Table, rel_root: str, anchor: str, max_rows: int | None = MAX_DISP
             if more > 0 else "")
     files = (f'<p class="files">Files: <a href="tables/{t.name}.csv">CSV</a> · '
              f'<a href="tables/{t.name}.tex">LaTeX</a> · <a href="tables/{t.name}.md">Markdown</a></p>')
-    notes = "".join(f'<p class="note">{_inline(n)}</p>' for n in t.notes)
+    notes = "".join(f'<p class="note">{inline_markup(n)}</p>' for n in t.notes)
     return (f'<div class="tw" id="{anchor}"><table class="sortable"><caption>{cap}</caption>'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
             f"{tail}{notes}{files}")
@@ -80,6 +80,6 @@ def _record_link(link, rel_root: str) -> str:
             f"line {line}</a></td>")
 
 
-def _inline(text: str) -> str:
+def inline_markup(text: str) -> str:
     """Escape, then render `code` spans (the only inline markup the report's text uses)."""
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))

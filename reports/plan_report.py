@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dspbench.reports import meta
 from dspbench.reports.style import colour, label as method_label, order
 
 BANNER = ("> **Every number here is predicted** (the cost model on the hardware profile `{hw}`, "
@@ -123,6 +124,8 @@ def render(folder: str | Path) -> Path:
     matplotlib.use("Agg")
     folder = Path(folder)
     doc = json.loads((folder / "plan.json").read_text())
+    for m, look in doc.get("method_meta", {}).items():   # the planned methods' labels and colours
+        meta.learn(m, look)
     figures = {k: p for k, p in (("frontier", frontier_figure(doc, folder)),
                                  ("crossover", crossover_figure(doc, folder))) if p}
     page = folder / "index.md"

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from dspbench.reports import html_table
-from dspbench.reports.html_table import _inline
+from dspbench.reports.html_table import inline_markup
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:1em auto;padding:0 1em;color:#222;
 line-height:1.4}h1{font-size:1.5em;margin:.3em 0}h2{margin-top:1.6em;border-bottom:1px solid #ddd}
@@ -80,12 +80,12 @@ def _figure(b, used: set) -> tuple[str, str]:
     _, title, paths, notes, caption = (*b, "")[:5]
     anchor = slug("fig " + title, used)
     if not paths:     # a figure the data cannot support: one line
-        return anchor, f'<p class="empty" id="{anchor}">{html.escape(title)}: {_inline(" ".join(notes))}</p>'
+        return anchor, f'<p class="empty" id="{anchor}">{html.escape(title)}: {inline_markup(" ".join(notes))}</p>'
     svg = svg_inline(paths["svg"], title, caption or title)
     links = " · ".join(f'<a href="figures/{paths[e].name}">{e.upper()}</a>' for e in ("png", "svg"))
-    notes_html = "".join(f'<p class="note">{_inline(n)}</p>' for n in notes)
+    notes_html = "".join(f'<p class="note">{inline_markup(n)}</p>' for n in notes)
     return anchor, (f'<figure id="{anchor}"><div class="fig">{svg}</div><figcaption><b>{html.escape(title)}.'
-                    f"</b> {_inline(caption)} <span class=\"files\">Full size: {links}</span>"
+                    f"</b> {inline_markup(caption)} <span class=\"files\">Full size: {links}</span>"
                     f"</figcaption>{notes_html}</figure>")
 
 
@@ -120,7 +120,7 @@ def page(blocks: list, title: str, rel_root: str) -> str:
                 parts.append(f'<p class="empty" id="{anchor}"><b>{html.escape(name)}</b>: none.</p>')
                 continue
             toc.append(f'<a href="#{anchor}">{html.escape(name)}</a>')
-            parts.append(f'<h2 id="{anchor}">{_inline(name)}</h2>')
+            parts.append(f'<h2 id="{anchor}">{inline_markup(name)}</h2>')
         for b in body:
             parts.append(_block(b, used, rel_root, toc))
     nav = f'<nav class="toc" id="contents"><b>Contents</b>{"".join(toc)}</nav>'
@@ -137,21 +137,21 @@ def page(blocks: list, title: str, rel_root: str) -> str:
 def _block(b, used: set, rel_root: str, toc: list) -> str:
     kind = b[0]
     if kind == "h1":
-        return f"<h1>{_inline(b[1])}</h1>"
+        return f"<h1>{inline_markup(b[1])}</h1>"
     if kind == "toc":
         return "<!--toc-->"
     if kind == "banner":
-        return f'<p class="banner" role="alert">{_inline(b[1])}</p>'
+        return f'<p class="banner" role="alert">{inline_markup(b[1])}</p>'
     if kind == "raw":            # HTML built by the report itself (the headline box)
         return b[1]
     if kind == "p":
-        return f"<p>{_inline(b[1])}</p>"
+        return f"<p>{inline_markup(b[1])}</p>"
     if kind == "list":
-        return "<ul>" + "".join(f"<li>{_inline(x)}</li>" for x in b[1]) + "</ul>"
+        return "<ul>" + "".join(f"<li>{inline_markup(x)}</li>" for x in b[1]) + "</ul>"
     if kind == "code":
         return f"<pre>{html.escape(b[1])}</pre>"
     if kind == "kv":
-        rows = "".join(f"<tr><th class=\"t\">{html.escape(k)}</th><td>{_inline(v)}</td></tr>" for k, v in b[1])
+        rows = "".join(f"<tr><th class=\"t\">{html.escape(k)}</th><td>{inline_markup(v)}</td></tr>" for k, v in b[1])
         return f'<div class="tw"><table class="kv">{rows}</table></div>'
     if kind == "details":
         return f"<details><summary>{html.escape(b[1])}</summary><pre>{html.escape(b[2])}</pre></details>"

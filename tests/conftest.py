@@ -6,6 +6,11 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 from rankpool import RankPool  # noqa: E402
+from dspbench.cli import wire_reports  # noqa: E402
+
+# As `dspbench` does: the sample records (tests/data/sample_results) predate `method_meta`, and
+# their report shows each method's look from the registry (tests/test_method_look.py checks both ways).
+wire_reports()
 
 _POOLS: dict[int, RankPool] = {}
 

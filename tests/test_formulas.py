@@ -2,6 +2,7 @@
 and the per-layer volumes reproduce the paper's Table 3 ratios."""
 import pytest
 
+from dspbench.methods import get_method
 from dspbench.methods.volume import paper_per_layer
 from dspbench.models import ModelConfig, Shape
 from fake_tasks import fake_step
@@ -57,13 +58,18 @@ def test_table3_ratios_in_paper_convention(n):
     assert vol["dsp"] / vol["megatron_sp"] == pytest.approx(1 / (4 * n))
 
 
+# the methods above that declare a Table 3 row (MethodSpec.report.table3)
+TABLE3_ON_FAKE_GROUP = [m for m in METHODS if get_method(m).report.table3]
+
+
 @pytest.mark.parametrize("n", [2, 4])
 def test_report_table3_rows_match_the_ledger(n):
     # The report's Table 3 column (both Ulysses conventions) is what the ledger measures, per method.
-    style = pytest.importorskip("dspbench.reports.style")
+    meta = pytest.importorskip("dspbench.reports.meta")
     cfg, shape = cfg_for("stdit", n), Shape(1, 64, 64)
     M = shape.batch * shape.tokens * cfg.hidden * 4
-    for m in ("dsp", "ulysses", "ulysses_all", "ring", "megatron_sp"):
-        name, factor = style.PAPER_TABLE3[m]
+    for m in TABLE3_ON_FAKE_GROUP:
+        meta.learn(m, get_method(m).report.as_record())    # as its records carry it
+        name, factor = meta.table3(m)
         got = paper_per_layer(fake_step(m, cfg, shape, n, mode="infer")[0], n, cfg.depth) / M
         assert got == pytest.approx(factor(n)), (m, name)

@@ -13,6 +13,7 @@ from dspbench.cli import main
 from dspbench.cost.hardware import load_profile
 from dspbench.cost.model import predict
 from dspbench.cost.predict import predicted_record
+from dspbench.methods import method_meta
 from dspbench.plan import whatif
 from dspbench.plan.axes import AXES, CORE, Request, candidates
 from dspbench.plan.build import plan
@@ -195,6 +196,9 @@ def test_report_renders_table_figures_and_banner(tmp_path, capsys):
     doc = json.loads((out / "plan.json").read_text())
     assert {p["gpus"] for p in doc["explore"]["frontier"]} == {1, 2, 4, 8, 16}
     assert len(doc["explore"]["crossover"]) == 16 and all(c["winner"] for c in doc["explore"]["crossover"])
+    # each method's look travels in the plan (reports may not import methods) and draws its lines
+    assert doc["method_meta"] == {m: method_meta(m) for m in ("dsp", "ulysses", "single")}
+    assert doc["method_meta"]["ulysses"]["colour"].lower() in (out / "frontier.svg").read_text()
     (out / "index.md").unlink()
     assert main(["report", str(out)]) == 0 and (out / "index.md").read_text() == md
 

@@ -151,4 +151,5 @@ def test_shipped_sweep_runs_the_plugin_next_to_dsp_and_the_report_shows_it(tmp_p
     for n in (2, 4):                                         # chunking moves the same bytes in more calls
         assert ours[n]["comm_wire_bytes"] == dsp[n]["comm_wire_bytes"]
     assert main(["report", str(out)]) == 0
-    assert NAME in (out / "report" / "index.md").read_text(), "the report names the plugged-in method"
+    label = get_method(NAME).report.label            # its own, declared on its MethodSpec
+    assert label and label in (out / "report" / "index.md").read_text(), "the report names the plugged-in method"

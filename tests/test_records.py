@@ -18,6 +18,16 @@ def test_build_record_says_where_its_numbers_came_from():
         build_record(cfg, Outcome("ok"), "guessed")
 
 
+def test_every_record_carries_its_method_s_look_a_failed_one_too():
+    """Reports draw a method from its records alone (`method_meta`): measured, failed or predicted."""
+    from dspbench.methods import get_method
+    cfg = RunConfig(method="ulysses", model="stdit-tiny", gpus=2, sp=2)
+    want = get_method("ulysses").report.as_record()
+    assert want["label"] and want["colour"] and want["table3"]
+    assert build_record(cfg, Outcome("error", "boom"))["method_meta"] == want
+    assert predicted_record(cfg, load_profile("a100-ib"))["method_meta"] == want
+
+
 def test_a_predicted_oom_is_predicted_not_measured():
     cfg = RunConfig(method="single", model="stdit-xl", frames=256, spatial=4096, gpus=1, sp=1,
                     dtype="bf16", backend="nccl")

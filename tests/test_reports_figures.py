@@ -9,7 +9,14 @@ import matplotlib.colors as mcolors  # noqa: E402
 
 from dspbench.reports import figures, figures_cost  # noqa: E402
 from dspbench.reports.report import analyse  # noqa: E402
-from dspbench.reports.style import PALETTE, colour  # noqa: E402
+from dspbench.methods import available, get_method  # noqa: E402
+from dspbench.reports.meta import PALETTE  # noqa: E402
+from dspbench.reports.style import colour  # noqa: E402
+
+
+def look(m: str) -> str:
+    """The colour a method declares (MethodSpec.report), which its figures must use."""
+    return get_method(m).report.colour
 
 SAMPLE = Path(__file__).parent / "data" / "sample_results" / "cpu-small"
 
@@ -31,7 +38,7 @@ def test_throughput_axes_units_palette_and_files(a, tmp_path):
     fig, notes = figures.plot_throughput(a.best)
     assert _labels(fig) == [("GPUs (world size)", "throughput (samples/s)")] * 2   # T=16 and T=32
     assert [ax.get_title() for ax in fig.axes] == ["T=16 S=64", "T=32 S=64"]
-    assert {mcolors.to_hex(PALETTE[m]) for m in ("dsp", "ulysses", "ring", "megatron_sp")} <= _line_colours(fig)
+    assert {mcolors.to_hex(look(m)) for m in ("dsp", "ulysses", "ring", "megatron_sp")} <= _line_colours(fig)
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend == ["DSP", "Ulysses", "Ring Attention", "Megatron-SP", "single device"]
     paths = figures.save(fig, tmp_path, "throughput")
@@ -46,7 +53,7 @@ def test_speedup_bars(a):
     assert ax.get_ylabel() == "DSP / baseline (samples/s)" and ax.get_xlabel() == "configuration"
     assert any(getattr(c, "errorbar", None) for c in ax.containers)     # 2 repeats: min-max bars
     bars = {mcolors.to_hex(p.get_facecolor()) for p in ax.patches}
-    assert bars == {mcolors.to_hex(PALETTE[m]) for m in ("ulysses", "ring", "megatron_sp")}
+    assert bars == {mcolors.to_hex(look(m)) for m in ("ulysses", "ring", "megatron_sp")}
     drawn = [p for p in ax.patches if p.get_height() == p.get_height()]      # NaN: no bar
     assert len(drawn) == 11          # 4 configurations x 3 baselines, less Megatron-SP's oom
 
@@ -67,7 +74,7 @@ def test_comm_volume_stacks_op_phases(a):
     assert all(l == ("method", "sent per rank per layer (MiB)") for l in _labels(fig))
     ticks = axes[0].get_xticklabels()
     assert [t.get_text() for t in ticks] == ["DSP", "Ulysses", "Ring Attention", "Megatron-SP"]
-    assert mcolors.to_hex(ticks[0].get_color()) == PALETTE["dsp"].lower()
+    assert mcolors.to_hex(ticks[0].get_color()) == look("dsp").lower()
     # SP=2, T=16: DSP sends 0.5 MiB per layer forward and as much backward (the bars stack to 1 MiB)
     heights = [p.get_height() + p.get_y() for p in axes[0].patches if p.get_x() < 0.5 and p.get_height() > 0]
     assert max(heights) == pytest.approx(1.0)
@@ -82,7 +89,7 @@ def test_scaling_and_memory(a):
     fig, _ = figures_cost.plot_memory(a.best)
     assert _labels(fig) == [("configuration", "peak memory per rank (GiB)")] * 2   # 7 configurations: 6 + 1
     bars = {mcolors.to_hex(p.get_facecolor()) for ax in fig.axes for p in ax.patches if p.get_height() > 0}
-    assert bars == {mcolors.to_hex(PALETTE[m]) for m in ("dsp", "ulysses", "ring", "megatron_sp", "single")}
+    assert bars == {mcolors.to_hex(look(m)) for m in ("dsp", "ulysses", "ring", "megatron_sp", "single")}
 
 
 def test_figures_skip_when_data_cannot_support_them(a):
@@ -94,5 +101,7 @@ def test_figures_skip_when_data_cannot_support_them(a):
     assert figures_cost.plot_memory(a.best.assign(mem_per_rank_bytes=float("nan")))[0] is None
 
 
-def test_unknown_methods_get_a_stable_grey():
-    assert colour("my_plugin") == colour("my_plugin") and colour("my_plugin") not in PALETTE.values()
+def test_a_method_without_a_colour_gets_a_stable_palette_colour_no_method_declares():
+    declared = {get_method(m).report.colour for m in available()}
+    assert colour("my_plugin") == colour("my_plugin") and colour("my_plugin") in PALETTE
+    assert not declared & set(PALETTE), "a fallback colour would be mistaken for a declared one"

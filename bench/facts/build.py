@@ -72,6 +72,15 @@ def padding_facts(cfg: RunConfig) -> dict:
             **{k: w[k] for k in PAD_FIELDS[2:]}}
 
 
+def method_facts(method: str) -> dict:
+    """The method's `method_meta` (its label, colour, order, Table 3 row): reports may not import
+    methods, and a plugin's look would be lost where the report is drawn without the plugin."""
+    try:
+        return {"method_meta": get_method(method).report.as_record()}
+    except (KeyError, TypeError):
+        return {"method_meta": None}
+
+
 def model_facts(cfg: RunConfig) -> dict:
     try:
         m = get_config(cfg.model)
@@ -128,7 +137,7 @@ def build_record(cfg: RunConfig, outcome: Outcome, source: str = "measured") -> 
     rec = {"schema_version": SCHEMA_VERSION, "source": source, "run_id": cfg.run_id(), "status": outcome.status,
            "error": outcome.error, **asdict(cfg), "world_size": cfg.gpus,
            "sp": None if cfg.sp == "auto" else int(cfg.sp), "dp": None if cfg.sp == "auto" else cfg.dp,
-           **model_facts(cfg), **padding_facts(cfg)}
+           **method_facts(cfg.method), **model_facts(cfg), **padding_facts(cfg)}
     empty = {k: None for k in ("step_time_median_s", "step_time_p10_s", "step_time_p90_s", "samples_per_s",
                                "tokens_per_s", "peak_mem_bytes", "losses", "comm_wire_bytes", "comm",
                                "oracle_max_abs_err", "oracle_errors", "comm_formula", "mfu", "hfu",

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from dspbench.cost.hardware import Profile
 from dspbench.facts.names import check_names
+from dspbench.methods import method_meta
 from dspbench.plan.axes import Request, candidates
 from dspbench.plan.price import LATENCY_MODES, Pricer, price
 from dspbench.plan.rank import best_per_method, public, pruned_summary, rank, runner_up, verdict
@@ -45,7 +46,9 @@ def plan(request: Request, profile: Profile) -> dict:
             "candidates": len(priced), "verdict": verdict(ranked), "lead": runner_up(ranked),
             "rows": [public(r) for r in ranked],
             "best_per_method": {m: r["rank"] for m, r in best_per_method(ranked).items()},
-            "pruned": [public(p) for p in pruned], "pruned_reasons": reasons}
+            "pruned": [public(p) for p in pruned], "pruned_reasons": reasons,
+            # the report draws each method in its own look without importing methods
+            "method_meta": {m: method_meta(m) for m in request.methods}}
 
 
 def _workload(base) -> str:

@@ -10,6 +10,9 @@ Fields (units in the name where it matters):
   run_id only when not at their default); bucket_weight (a bucketed
   sweep's share of the samples for this shape, 0 otherwise) and video (the FxHxW that T, S came
   from) are not in the run_id;
+- method_meta {label, colour, order, table3 {formula, coeff, per_n}}: how reports show the method,
+  as its MethodSpec declares it (`report`; null fields: the report's defaults), so that a report
+  needs no table of methods and a plugin's records show its look without the plugin;
 - padding (methods/padding.py, analytic): padded_frames, padded_spatial (what the method ran),
   pad_token_share, pad_attn_share, pad_comm_share (the pads' share of tokens, of attention's
   query x key work, of the step's SP wire bytes; null where the method cannot run the shape);

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from dspbench.methods import MethodSpec, Op
+from dspbench.methods import Look, MethodSpec, Op
 from dspbench.methods.comm import async_ops as comm_async, layer as comm
 from dspbench.methods import dsp as _dsp
 from dspbench.methods.common import act_bytes, attentions, n_attn, shard_sequence
@@ -75,4 +75,6 @@ METHOD = MethodSpec(
     summary=f"DSP with each switch in {CHUNKS} async chunks overlapping attention (example plugin)",
     constraints=_dsp.METHOD.constraints + f"; {CHUNKS} chunks where sp divides D/{CHUNKS}, else 1",
     check=_dsp.METHOD.check, parallelize=_parallelize, forward_ops=_forward_ops,
+    # DSP's hue, darker, listed right after DSP; records carry it, so reports draw it so
+    report=Look(label="DSP (overlapped switches)", colour="#8C3B00", order=15),
 )
