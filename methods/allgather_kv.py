@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from dspbench.methods.comm import layer as comm
-from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
+from dspbench.methods.common import act_bytes, embed_attention, n_attn, shard_divisible
 from dspbench.methods.spec import Look, MethodSpec, Op, Table3
 
 L_DIM = 1   # of q, k, v (B', L, H, D)
@@ -48,10 +48,7 @@ def _check(cfg, shape, dims):
 
 
 def _parallelize(model, dims):
-    shard_sequence(model, dims.shard_dim, dims.sp_group)
-    for attn in attentions(model, axis=dims.shard_dim):
-        attn.inner = AllGatherKVAttention(attn.inner, dims.sp_group)
-    return model
+    return embed_attention(model, dims, lambda attn: AllGatherKVAttention(attn.inner, dims.sp_group))
 
 
 def _forward_ops(cfg, shape, dims, b):

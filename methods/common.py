@@ -23,6 +23,16 @@ def attentions(model: nn.Module, axis: int | None = None):
     return [m for m in model.modules() if isinstance(m, AxisAttention) and (axis is None or axis in m.axes)]
 
 
+def embed_attention(model: nn.Module, dims: Dims, inner_for, every: bool = False) -> nn.Module:
+    """The embedded methods' seam: the sequence sharded on `dims.shard_dim` from the blocks' entry
+    to their exit, and each self-attention over that dim (`every`: each one) given the method's
+    inner attention `inner_for(attn)`, which may wrap `attn.inner`, the local kernel."""
+    shard_sequence(model, dims.shard_dim, dims.sp_group)
+    for attn in attentions(model, axis=None if every else dims.shard_dim):
+        attn.inner = inner_for(attn)
+    return model
+
+
 def is_sharded(p: torch.Tensor) -> bool:
     return getattr(p, SHARDED, None) is not None
 

@@ -20,7 +20,7 @@ from torch.autograd import Function
 from dspbench.models.layers import LocalAttention
 from dspbench.methods.comm import async_ops as comm_async, layer as comm
 from dspbench.methods.attn_kernels import block_backward, block_forward
-from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
+from dspbench.methods.common import act_bytes, embed_attention, n_attn, shard_divisible
 from dspbench.methods.spec import Look, MethodSpec, Op, Table3
 
 KV_TAG, DKV_TAG = 1, 2   # P2P message tags: the K,V and dK,dV streams between the same peers
@@ -135,10 +135,7 @@ def _check(cfg, shape, dims):
 
 
 def _parallelize(model, dims):
-    shard_sequence(model, dims.shard_dim, dims.sp_group)
-    for attn in attentions(model, axis=dims.shard_dim):
-        attn.inner = RingAttention(dims.sp_group)
-    return model
+    return embed_attention(model, dims, lambda attn: RingAttention(dims.sp_group))
 
 
 def _kv(cfg, shape, dims, b):

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dspbench.methods.comm import external as comm_external, layer as comm
-from dspbench.methods.common import attentions, shard_divisible, shard_sequence
+from dspbench.methods.common import embed_attention, shard_divisible
 from dspbench.methods.ring import backward_ops, forward_ops
 from dspbench.methods.spec import Look, MethodSpec, Table3
 
@@ -77,10 +77,7 @@ def _check_run(dtype: str, mode: str, backend: str) -> str | None:
 
 
 def _parallelize(model, dims):
-    shard_sequence(model, dims.shard_dim, dims.sp_group)
-    for attn in attentions(model, axis=dims.shard_dim):
-        attn.inner = RingFlashAttention(dims.sp_group)
-    return model
+    return embed_attention(model, dims, lambda attn: RingFlashAttention(dims.sp_group))
 
 
 METHOD = MethodSpec(

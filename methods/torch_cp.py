@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dspbench.methods.comm.dtensor import TorchContextParallelAttention, context_parallel_error
-from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence
+from dspbench.methods.common import act_bytes, embed_attention, n_attn, shard_divisible
 from dspbench.methods.spec import Look, MethodSpec, Op, Table3
 
 NO_KEY_MASK = ("torch's context-parallel SDPA takes no key mask here (use allgather_kv, its algorithm in our "
@@ -52,10 +52,7 @@ def _check_run(dtype: str, mode: str, backend: str) -> str | None:
 
 
 def _parallelize(model, dims):
-    shard_sequence(model, dims.shard_dim, dims.sp_group)
-    for attn in attentions(model, axis=dims.shard_dim):
-        attn.inner = TorchContextParallelAttention(dims.sp_group, TAGS) if dims.sp > 1 else _Local()
-    return model
+    return embed_attention(model, dims, lambda attn: TorchContextParallelAttention(dims.sp_group, TAGS) if dims.sp > 1 else _Local())
 
 
 def _forward_ops(cfg, shape, dims, b):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from torch import nn
 
 from dspbench.methods.comm import layer as comm
-from dspbench.methods.common import act_bytes, attentions, heads_divisible, n_attn, shard_divisible, shard_sequence, text_bytes
+from dspbench.methods.common import act_bytes, embed_attention, heads_divisible, n_attn, shard_divisible, text_bytes
 from dspbench.methods.spec import Look, MethodSpec, Op, Table3
 
 B_DIM, L_DIM, H_DIM = 0, 1, 2   # of q, k, v (B', L, H, D)
@@ -57,10 +57,7 @@ def _check(cfg, shape, dims):
 
 
 def _parallelize(model, dims):
-    shard_sequence(model, dims.shard_dim, dims.sp_group)
-    for attn in attentions(model, axis=dims.shard_dim):
-        attn.inner = UlyssesAttention(attn.inner, dims.sp_group)
-    return model
+    return embed_attention(model, dims, lambda attn: UlyssesAttention(attn.inner, dims.sp_group))
 
 
 def forward_ops(cfg, shape, dims, b):

@@ -13,7 +13,7 @@ all-to-all undoes exactly that permutation. Correct, and 4 all-to-alls of M/N pe
 """
 from __future__ import annotations
 
-from dspbench.methods.common import act_bytes, attentions, heads_divisible, shard_divisible, shard_sequence, text_bytes
+from dspbench.methods.common import act_bytes, embed_attention, heads_divisible, shard_divisible, text_bytes
 from dspbench.methods.spec import Look, MethodSpec, Op, Table3
 from dspbench.methods.ulysses import B_DIM, L_DIM, UlyssesAttention
 
@@ -23,11 +23,10 @@ def _check(cfg, shape, dims):
 
 
 def _parallelize(model, dims):
-    shard_sequence(model, dims.shard_dim, dims.sp_group)
-    for attn in attentions(model):
+    def inner_for(attn):
         gather = L_DIM if dims.shard_dim in attn.axes else B_DIM   # full3d: axes (T, S), axis None
-        attn.inner = UlyssesAttention(attn.inner, dims.sp_group, gather_dim=gather)
-    return model
+        return UlyssesAttention(attn.inner, dims.sp_group, gather_dim=gather)
+    return embed_attention(model, dims, inner_for, every=True)
 
 
 def _forward_ops(cfg, shape, dims, b):

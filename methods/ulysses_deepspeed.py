@@ -24,7 +24,7 @@ import os
 from torch import nn
 
 from dspbench.methods.comm import external as comm_external, layer as comm
-from dspbench.methods.common import attentions, heads_divisible, shard_divisible, shard_sequence
+from dspbench.methods.common import embed_attention, heads_divisible, shard_divisible
 from dspbench.methods.spec import Look, MethodSpec, Table3
 from dspbench.methods.ulysses import H_DIM, L_DIM, forward_ops, gather_heads, joint_heads
 
@@ -140,12 +140,9 @@ def _check(cfg, shape, dims):
 
 
 def _parallelize(model, dims):
-    shard_sequence(model, dims.shard_dim, dims.sp_group)
-    if dims.sp == 1:   # nothing to distribute (and DeepSpeed's comm needs a process group)
-        return model
-    for attn in attentions(model, axis=dims.shard_dim):
-        attn.inner = DeepSpeedUlyssesAttention(attn.inner, dims.sp_group)
-    return model
+    # at sp 1 nothing to distribute (and DeepSpeed's comm needs a process group): the local kernel stays
+    return embed_attention(model, dims, lambda attn: attn.inner if dims.sp == 1
+                           else DeepSpeedUlyssesAttention(attn.inner, dims.sp_group))
 
 
 METHOD = MethodSpec(

@@ -19,7 +19,7 @@ from __future__ import annotations
 from torch import nn
 
 from dspbench.methods.comm import layer as comm
-from dspbench.methods.common import act_bytes, attentions, n_attn, shard_divisible, shard_sequence, text_bytes
+from dspbench.methods.common import act_bytes, embed_attention, n_attn, shard_divisible, text_bytes
 from dspbench.methods.ring import RingAttention
 from dspbench.methods.spec import Look, MethodSpec, Op, conjugates
 from dspbench.methods.ulysses import gather_heads, joint_heads
@@ -94,12 +94,9 @@ def _check(cfg, shape, dims):
 
 
 def _parallelize(model, dims):
-    shard_sequence(model, dims.shard_dim, dims.sp_group)
     u = degrees(model.cfg.heads, dims.sp, dims.ulysses)[0]
     ulysses, ring = sub_groups(dims, u) if dims.sp > 1 else (None, None)
-    for attn in attentions(model, axis=dims.shard_dim):
-        attn.inner = USPAttention(attn.inner, ulysses, ring)
-    return model
+    return embed_attention(model, dims, lambda attn: USPAttention(attn.inner, ulysses, ring))
 
 
 def _ops(cfg, shape, dims, b) -> tuple[int, int, int, int]:

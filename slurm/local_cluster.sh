@@ -150,6 +150,14 @@ write_file() {
 # The scheduling policy both clusters share (multinode.sh prints it too): one place to change it.
 policy_conf() {
     cat <<'EOF'
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+# cred_expire (default 120 s) is also how long a requeued job must wait before it can run again.
+AuthInfo=cred_expire=10
+JobAcctGatherType=jobacct_gather/none
+JobCompType=jobcomp/none
 MailProg=/bin/true
 # No systemd, no usable cgroups: track processes via /proc, no task containment.
 ProctrackType=proctrack/linuxproc
@@ -192,12 +200,6 @@ write_configs() {
 # Written by dspbench slurm/local_cluster.sh -- single-node test cluster. Do not edit; rerun the script.
 ClusterName=$CLUSTER
 SlurmctldHost=$NODE(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-# cred_expire (default 120 s) is also how long a requeued job must wait before it can run again.
-AuthInfo=cred_expire=10
 StateSaveLocation=$STATE/ctld
 SlurmdSpoolDir=$STATE/spool
 SlurmctldPidFile=$RUN/slurmctld.pid
@@ -210,8 +212,6 @@ $(policy_conf)
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
 AccountingStorageTRES=gres/gpu
-JobAcctGatherType=jobacct_gather/none
-JobCompType=jobcomp/none
 GresTypes=gpu
 Include $STATE/ctld/jobid.conf
 NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$mem_mb$gres_node State=UNKNOWN

@@ -122,11 +122,6 @@ ClusterName=$MCLUSTER
 SlurmctldHost=n0($(addr_of 0))
 SlurmctldPort=$CTLD_PORT
 SlurmdPort=$SLURMD_PORT
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=cred_expire=10
 StateSaveLocation=$MSTATE/ctld
 SlurmdSpoolDir=$MSTATE/spool/%n
 SlurmctldPidFile=$MRUN/slurmctld.pid
@@ -137,8 +132,6 @@ $(policy_conf)
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
 AccountingStoragePort=$DBD_PORT
-JobAcctGatherType=jobacct_gather/none
-JobCompType=jobcomp/none
 Include $MSTATE/ctld/jobid.conf
 EOF
         for ((k = 0; k < n; k++)); do

@@ -76,7 +76,7 @@ def _combos(grid: dict):
 
 
 def _config(spec: SweepSpec, grid: int, values: dict) -> RunConfig:
-    from dspbench.facts.names import validate   # the registries import torch: keep `status` fast
+    from dspbench.facts.build import validate   # the registries import torch: keep `status` fast
     cfg = RunConfig(**values)
     try:
         validate(cfg)     # unknown methods and models included: a spec error, not `unsupported`

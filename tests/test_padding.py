@@ -113,7 +113,10 @@ def test_uneven_all_reduce_rounds_down_on_both_sides():
 
 
 def test_records_carry_padded_lengths():
-    from dspbench.facts.build import padding_facts
+    from dspbench.facts.build import padding_facts as facts, resolve
+
+    def padding_facts(cfg):
+        return facts(cfg, *resolve(cfg))
     from dspbench.records.config import RunConfig
     f = padding_facts(RunConfig(method="ring", model="stdit-tiny", frames=5, spatial=30, gpus=4, sp=4))
     assert (f["padded_frames"], f["padded_spatial"], f["pad_token_share"]) == (8, 30, 3 / 8)

@@ -45,7 +45,7 @@ def test_engine_traffic_is_accounted_per_group():
     from dspbench.methods import Dims, get_method
     from dspbench.models import get_config
     from dspbench.models.params import param_count
-    from dspbench.cost.engine import engine_comm
+    from dspbench.cost.comm import engine_comm
     cfg = get_config("stdit-tiny")
     P = param_count(cfg)
     got = engine_comm(get_method("dsp"), cfg, Dims(sp=2, dp=2), 2, 2)

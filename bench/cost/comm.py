@@ -13,6 +13,10 @@ Tiers: plan_times prices each call by the tiers its group crosses (bench/cost/ti
 inside a node pays the intra tier; across nodes, ring hops pay their slowest hop, a hierarchical
 all-to-all its intra and inter parts, a node's link shared by its ranks). `group_link` is the
 one-level view (the level a group's slowest hop is on).
+
+DeepSpeed ZeRO's own traffic (`--zero 1|2`; bench/run/zero.py runs the engine, whose collectives
+are not in the ledger) is accounted here too: `engine_ops` for the cost model, `engine_comm` for the
+record's `engine_comm`.
 """
 from __future__ import annotations
 
@@ -55,3 +59,30 @@ def plan_wire(plan, dims: Dims) -> dict[str, float]:
         if o.count and n > 1:
             out[key(o.op, phase)] += o.count * wire_bytes(o.op, o.payload, n)
     return dict(out)
+
+
+# ---------------------------------------------------------------- ZeRO's own collectives, accounted
+def engine_ops(spec, mcfg, dims, dtype_bytes: int, stage: int) -> list:
+    """DeepSpeed's ZeRO collectives per step as [(phase, Op)], accounted (they are not recorded).
+
+    ZeRO 1 and 2 move the same bytes (Rajbhandari et al. SC'20, Sec. 7.2.1): the gradients
+    reduce-scattered in fp32 over the group that replicates them (the world; Megatron-SP: DP),
+    and the updated parameter partitions all-gathered in the model dtype after the optimizer
+    step (phase `step`). Op group "dp" with `ranks` = that group's size: it crosses nodes
+    exactly when the world does (bench cost_comm.group_link).
+    """
+    from dspbench.methods.spec import Op
+    from dspbench.models.params import param_count
+    sharded = spec.sharded_params(mcfg)
+    local = param_count(mcfg) - sharded + sharded // dims.sp
+    n = dims.dp if sharded else dims.sp * dims.dp
+    if stage == 0 or n == 1:
+        return []
+    return [("bwd", Op("zero_grads", "reduce_scatter", 4 * local, 1, "dp", ranks=n)),
+            ("step", Op("zero_params", "all_gather", dtype_bytes * local, 1, "dp", ranks=n))]
+
+
+def engine_comm(spec, mcfg, dims, dtype_bytes: int, stage: int) -> dict[str, int]:
+    """{'tag/op.phase': wire bytes per rank per step} of `engine_ops` (the record's `engine_comm`)."""
+    return {f"{o.tag}/{o.op}.{ph}": o.payload * (o.ranks - 1) // o.ranks
+            for ph, o in engine_ops(spec, mcfg, dims, dtype_bytes, stage)}

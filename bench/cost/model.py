@@ -27,9 +27,8 @@ import functools
 from dataclasses import dataclass
 
 from dspbench.records.config import RunConfig, flops_factors
-from dspbench.cost.comm import plan_times, plan_wire
+from dspbench.cost.comm import engine_ops, plan_times, plan_wire
 from dspbench.cost.curve import device_seconds, forward_costs, from_table
-from dspbench.cost.engine import engine_ops
 from dspbench.cost.memory import memory, opt_state_bytes
 from dspbench.cost.hardware import Profile
 from dspbench.methods import Dims, get_method

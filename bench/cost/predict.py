@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 
 from dspbench.cost.autosp import resolved
-from dspbench.facts.build import Outcome, build_record, per_video, unsupported_reason
-from dspbench.facts.names import validate
+from dspbench.facts.build import Outcome, build_record, per_video, unsupported_reason, validate
 from dspbench.records.config import RunConfig, flops_factors
 from dspbench.cost.model import predict
 from dspbench.cost.hardware import Profile, available_profiles, load_profile

@@ -1,6 +1,6 @@
 """A configuration read against the models and methods: its command-line form (args: the flags
 generated from RunConfig's declarations, model references resolved, --video to T and S), its names
-checked (names), what it cannot run and why, and its record assembled with the model's facts, the
+checked, what it cannot run and why, and its record assembled with the model's facts, the
 padding and the derived metrics (build).
 
 Owns: build_record (the one place every record, measured, predicted or failed, is assembled),

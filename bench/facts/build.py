@@ -1,4 +1,5 @@
-"""A record from a configuration and its outcome: the one place every record is assembled.
+"""A record from a configuration and its outcome: the one place every record is assembled; and the
+configuration's names checked, and what it cannot run and why, before anything runs.
 
 `dspbench run` (bench/run/harness.py), `dspbench predict` (bench/cost/predict.py) and the sweep jobs
 (slurm/) all build records here, so a measured, a predicted and a failed record have the same fields.
@@ -9,11 +10,28 @@ import importlib.util
 import socket
 from dataclasses import asdict, dataclass
 
-from dspbench.methods import Dims, get_method, padding
-from dspbench.models import Shape, get_config
+from dspbench.methods import Dims, get_method, padding, unknown_method
+from dspbench.models import MODELS, Shape, get_config
+from dspbench.models.registry import resolve as resolve_model
 from dspbench.models.params import flops_per_sample, param_count
 from dspbench.records.config import SAMPLE_TIMED_LOOP, RunConfig, flops_factors, guidance, sampler_for
 from dspbench.records.io import SCHEMA_VERSION
+
+# ---------------------------------------------------------------- names
+# An unknown method or model is an error (a typo, a plugin not installed yet), never an `unsupported`
+# record: sweeps keep those forever, so the point would never be retried.
+def check_names(cfg: RunConfig) -> None:
+    if why := unknown_method(cfg.method):
+        raise ValueError(why)
+    if cfg.model not in MODELS:
+        resolve_model(cfg.model)     # a preset or a model file (with overrides); else a ValueError saying why
+
+
+def validate(cfg: RunConfig) -> None:
+    """The configuration's static errors (RunConfig.validate) and its names."""
+    cfg.validate()
+    check_names(cfg)
+
 
 @dataclass
 class Outcome:
@@ -53,47 +71,53 @@ def unsupported_reason(cfg: RunConfig) -> str | None:
 PAD_FIELDS = ("padded_frames", "padded_spatial", "pad_token_share", "pad_attn_share", "pad_comm_share")
 
 
-def padding_facts(cfg: RunConfig) -> dict:
+def resolve(cfg: RunConfig) -> tuple:
+    """The configuration's model and method, looked up once for the whole record (None: unknown)."""
+    try:
+        mcfg = get_config(cfg.model)
+    except KeyError:
+        mcfg = None
+    try:
+        spec = get_method(cfg.method)
+    except (KeyError, TypeError):
+        spec = None
+    return mcfg, spec
+
+
+def padding_facts(cfg: RunConfig, mcfg, spec) -> dict:
     """What padding makes of this configuration (methods/padding.py; analytic, so on every record):
     the padded T and S the method runs, and the pads' share of tokens, attention work and SP bytes."""
     empty = dict.fromkeys(PAD_FIELDS)
-    if cfg.sp == "auto":
+    if cfg.sp == "auto" or mcfg is None or spec is None:
         return empty
     try:
-        mcfg, spec = get_config(cfg.model), get_method(cfg.method)
         shape = Shape(cfg.model_batch, cfg.frames, cfg.spatial)
         dims = Dims(sp=int(cfg.sp), shard=cfg.shard, ulysses=cfg.ulysses_degree)
         if cfg.pad == "never" or spec.check_pad(mcfg, shape, dims, cfg.pad):
             return {**empty, "padded_frames": cfg.frames, "padded_spatial": cfg.spatial}
         w = padding.waste(spec, mcfg, shape, dims, cfg.dtype, "train" if cfg.mode == "train" else "infer")
-    except (KeyError, TypeError, ValueError):
+    except (TypeError, ValueError):
         return empty
     return {"padded_frames": w["padded"]["T"], "padded_spatial": w["padded"].get("S", cfg.spatial),
             **{k: w[k] for k in PAD_FIELDS[2:]}}
 
 
-def method_facts(method: str) -> dict:
+def method_facts(spec) -> dict:
     """The method's `method_meta` (its label, colour, order, Table 3 row): reports may not import
     methods, and a plugin's look would be lost where the report is drawn without the plugin."""
-    try:
-        return {"method_meta": get_method(method).report.as_record()}
-    except (KeyError, TypeError):
-        return {"method_meta": None}
+    return {"method_meta": None if spec is None else spec.report.as_record()}
 
 
-def model_facts(cfg: RunConfig) -> dict:
-    try:
-        m = get_config(cfg.model)
-    except KeyError:
+def model_facts(m) -> dict:
+    if m is None:
         return {"hidden": None, "depth": None, "heads": None, "params": None}
     return {"hidden": m.hidden, "depth": m.depth, "heads": m.heads, "params": param_count(m),
             "layout": m.layout}
 
 
-def derived(cfg: RunConfig, metrics: dict) -> dict:
+def derived(cfg: RunConfig, mcfg, metrics: dict) -> dict:
     med = metrics["step_time_median_s"]
     samples = cfg.global_batch / med
-    mcfg = get_config(cfg.model)
     per_sample = flops_per_sample(mcfg, Shape(1, cfg.frames, cfg.spatial))
     model_x, hw_x = flops_factors(cfg)
     peak = metrics.get("device_peak_flops")   # the run stage's lookup in the device table (None: no MFU)
@@ -109,14 +133,11 @@ def derived(cfg: RunConfig, metrics: dict) -> dict:
     }
 
 
-def sampling_facts(cfg: RunConfig) -> dict:
+def sampling_facts(cfg: RunConfig, mcfg) -> dict:
     """Sample mode: the sampler, how CFG ran and what the timed loop holds; null in other modes."""
     if cfg.mode != "sample":
         return {"sampler": None, "cfg_guidance": None, "sample_timed_loop": None}
-    try:
-        layout = get_config(cfg.model).layout
-    except KeyError:
-        layout = None
+    layout = None if mcfg is None else mcfg.layout
     return {"sampler": layout and sampler_for(layout), "cfg_guidance": guidance(cfg),
             "sample_timed_loop": SAMPLE_TIMED_LOOP}
 
@@ -134,20 +155,21 @@ SOURCES = ("measured", "predicted", "synthetic")
 def build_record(cfg: RunConfig, outcome: Outcome, source: str = "measured") -> dict:
     if source not in SOURCES:
         raise ValueError(f"source {source!r} is not one of {SOURCES}")
+    mcfg, spec = resolve(cfg)
     rec = {"schema_version": SCHEMA_VERSION, "source": source, "run_id": cfg.run_id(), "status": outcome.status,
            "error": outcome.error, **asdict(cfg), "world_size": cfg.gpus,
            "sp": None if cfg.sp == "auto" else int(cfg.sp), "dp": None if cfg.sp == "auto" else cfg.dp,
-           **method_facts(cfg.method), **model_facts(cfg), **padding_facts(cfg)}
+           **method_facts(spec), **model_facts(mcfg), **padding_facts(cfg, mcfg, spec)}
     empty = {k: None for k in ("step_time_median_s", "step_time_p10_s", "step_time_p90_s", "samples_per_s",
                                "tokens_per_s", "peak_mem_bytes", "losses", "comm_wire_bytes", "comm",
                                "oracle_max_abs_err", "oracle_errors", "comm_formula", "mfu", "hfu",
                                "engine_comm", "attn_kernel", "mem_model", "mem_run_bytes", "device_peak_flops")}
     rec.update(empty)
-    rec.update(sampling_facts(cfg))
+    rec.update(sampling_facts(cfg, mcfg))
     m = outcome.metrics or {}
     rec.update({k: v for k, v in m.items() if k != "device_name"})
     if outcome.status == "ok" and m:
-        rec.update(derived(cfg, m))
+        rec.update(derived(cfg, mcfg, m))
     if not rec.get("environ"):
         from dspbench.records.environ import environ
         rec["environ"] = environ([{"hostname": socket.gethostname(), "device": "unknown"}])

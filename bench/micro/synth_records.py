@@ -31,12 +31,13 @@ def make_record(cfg: RunConfig, rng: random.Random, *, flops_per_s: float, bytes
     from dspbench.models import Shape, get_config
     from dspbench.models.params import flops_per_sample, param_count
     from dspbench.facts.build import method_facts
+    from dspbench.methods import get_method
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
     shape = Shape(cfg.batch, cfg.frames, cfg.spatial)
     rec = {"schema_version": SCHEMA_VERSION, "source": "synthetic", "run_id": cfg.run_id(), "status": "ok", "error": None,
            **{k: v for k, v in cfg.to_dict().items()
               if k not in ("gpus", "check", "timeout_s", "threads", "inject_fault")},
-           **method_facts(cfg.method),
+           **method_facts(get_method(cfg.method)),
            "hidden": mcfg.hidden, "depth": mcfg.depth, "heads": mcfg.heads, "params": param_count(mcfg),
            "world_size": cfg.gpus, "dp": cfg.dp, "environ": env,
            "recorded_at": when.isoformat(timespec="seconds")}

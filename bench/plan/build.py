@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dspbench.cost.hardware import Profile
-from dspbench.facts.names import check_names
+from dspbench.facts.build import check_names
 from dspbench.methods import method_meta
 from dspbench.plan.axes import Request, candidates
 from dspbench.plan.price import LATENCY_MODES, Pricer, price

@@ -121,7 +121,7 @@ class RunConfig:
 
     def validate(self) -> None:
         """Static errors in the configuration itself (not method constraints: those are `unsupported`;
-        not its names: facts/names.py checks those against the registries)."""
+        not its names: facts/build.py checks those against the registries)."""
         for name, allowed in (("mode", MODES), ("dtype", DTYPES), ("backend", BACKENDS), ("launcher", LAUNCHERS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")

@@ -1,5 +1,5 @@
 """Settings of the training engine that runs measure and the cost model prices: DeepSpeed ZeRO's
-communication buckets (run/zero.py configures the engine with them; cost/engine.py and cost/memory.py
+communication buckets (run/zero.py configures the engine with them; cost/comm.py and cost/memory.py
 price their traffic and their memory). Stated here once, below both stages."""
 
 # Reduce/all-gather bucket, elements: torch DDP's default bucket (bucket_cap_mb=25) in fp32. DeepSpeed's

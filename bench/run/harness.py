@@ -10,8 +10,7 @@ import sys
 
 from dspbench.cost.autosp import resolved
 from dspbench.cost.hardware import device_peak
-from dspbench.facts.build import Outcome, build_record, unsupported_reason
-from dspbench.facts.names import validate
+from dspbench.facts.build import Outcome, build_record, unsupported_reason, validate
 from dspbench.records.config import RunConfig
 from dspbench.records.io import append_record
 from dspbench.run.launch import launch_env, launch_local

@@ -20,7 +20,7 @@ from dspbench.run.progress import Progress
 from dspbench.models.dtypes import TORCH_DTYPES
 from dspbench.run.steps import DataStream, make_optimizer, make_step
 from dspbench.run.zero import init_deepspeed_comm, zero_engine
-from dspbench.cost.engine import engine_comm
+from dspbench.cost.comm import engine_comm
 from dspbench.cost.memory import memory
 from dspbench.methods.attn_kernels import describe as describe_kernels
 

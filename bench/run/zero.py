@@ -15,7 +15,7 @@ gradients summed by a gradient hook through our comm layer (`grad_sync`, in the 
 DeepSpeed's own reduction sees them.
 
 Traffic: the engine's collectives go through deepspeed.comm, not methods/comm/layer.py, and are not in
-the ledger; bench/cost/engine.py accounts them analytically (ZeRO paper, Rajbhandari et al. SC'20,
+the ledger; bench/cost/comm.py accounts them analytically (ZeRO paper, Rajbhandari et al. SC'20,
 Sec. 7.2.1: a reduce-scatter of the gradients and an all-gather of the updated parameters per
 step), labelled as such. The ledger still holds every byte the method moves, and equals its
 formula without the hand-rolled gradient syncs (methods/spec.py, `engine=True`).
