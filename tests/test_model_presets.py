@@ -12,36 +12,36 @@ from dspbench.models.params import param_count
 from dspbench.models.registry import presets, resolve, video_to_tokens, with_overrides
 from oracle_tasks import assert_matches_oracle
 
-WITHIN_3 = ["wan2.1-1.3b", "wan2.1-14b"]
-NOT_YET = {"hunyuanvideo": "no dual-stream then single-stream MMDiT blocks in the model class (9.1B vs 13B)",
-           "cogvideox-5b": "no expert adaLN, text without a shared MLP (6.4B vs 5B)",
-           "opensora-1.0": "the published count is the rounded 700M (0.76B here)"}
+PRESETS = ["cogvideox-2b", "cogvideox-5b", "flux.1-dev", "hunyuanvideo", "ltx-video", "mochi-1", "opensora-1.0",
+           "opensora-1.2", "step-video-t2v", "wan2.1-1.3b", "wan2.1-14b"]
 
 
 def test_every_preset_loads_with_its_source_and_what_it_simplifies():
-    assert set(presets()) == set(WITHIN_3) | set(NOT_YET)
+    assert set(presets()) == set(PRESETS)
     for name in presets():
         e = resolve(name)
         assert e.published["params"] > 0 and len(e.published["source"]) > 40 and e.notes["simplifies"]
         assert e.sampling["guidance"] in ("cfg", "distilled") and video_to_tokens(name, e.sampling["video"])
 
 
-@pytest.mark.parametrize("name", WITHIN_3)
+@pytest.mark.parametrize("name", PRESETS)
 def test_parameter_count_within_3_percent_of_the_published(name):
     e = resolve(name)
     assert param_count(e.config) == pytest.approx(e.published["params"], rel=0.03)
 
 
-@pytest.mark.parametrize("name", sorted(NOT_YET))
-@pytest.mark.xfail(strict=True, reason="the model class cannot express it yet: see the preset's notes")
-def test_parameter_count_within_3_percent_not_yet(name):
-    e = resolve(name)
-    assert param_count(e.config) == pytest.approx(e.published["params"], rel=0.03), NOT_YET[name]
+@pytest.mark.parametrize("name,blocks", [("hunyuanvideo", (20, 40, "dual")), ("flux.1-dev", (19, 38, "dual")),
+                                         ("mochi-1", (48, 0, "dual")), ("cogvideox-5b", (42, 0, "expert"))])
+def test_mmdit_presets_use_their_real_block_kinds(name, blocks):
+    cfg = resolve(name).config
+    assert (cfg.depth, cfg.single_depth, cfg.text_stream) == blocks and cfg.modulation == "linear"
 
 
 @pytest.mark.parametrize("name,video,ts", [("hunyuanvideo", "129x720x1280", (33, 3600)),
                                           ("cogvideox-5b", "49x480x720", (13, 1350)),
                                           ("wan2.1-14b", "81x480x832", (21, 1560)),
+                                          ("flux.1-dev", "1x1024x1024", (1, 4096)),
+                                          ("mochi-1", "163x480x848", (28, 1590)),
                                           ("opensora-1.0", "16x512x512", (16, 1024))])
 def test_video_sizes_convert_through_the_vae_and_patch(name, video, ts):
     assert video_to_tokens(name, video) == ts
@@ -97,15 +97,18 @@ def test_a_misspelt_preset_and_a_bad_override_exit_2(tmp_path, capsys):
 
 
 SHRINK = ["depth=2", "hidden=64", "heads=4", "mlp_dim=128", "caption_channels=32", "text_len=8"]
-SHRUNK = {"hunyuanvideo": with_overrides("hunyuanvideo", SHRINK),                    # full 3-D, joint text
+SHRUNK = {"hunyuanvideo": with_overrides("hunyuanvideo", SHRINK + ["single_depth=2"]),   # dual, then single blocks
+          "cogvideox-5b": with_overrides("cogvideox-5b", SHRINK + ["time_dim=16", "freq_dim=32"]),   # expert adaLN
+          "mochi-1": with_overrides("mochi-1", SHRINK + ["text_hidden=32", "text_mlp_dim=48"]),   # narrower text
           "opensora-1.0": with_overrides("opensora-1.0", SHRINK[:3] + SHRINK[4:])}   # factorized (STDiT)
 FULL3D_METHODS = ["ulysses", "ring", "allgather_kv", "usp", "megatron_sp", "megatron_lm"]
 STDIT_METHODS = ["dsp", "ulysses", "ulysses_all", "ring", "megatron_sp", "megatron_lm", "allgather_kv", "usp"]
+JOINT = ["hunyuanvideo", "cogvideox-5b", "mochi-1"]
 
 
 @pytest.mark.gloo
 @pytest.mark.parametrize("world", [2, 4])
-@pytest.mark.parametrize("model,method", [("hunyuanvideo", m) for m in FULL3D_METHODS]
+@pytest.mark.parametrize("model,method", [(j, m) for j in JOINT for m in FULL3D_METHODS]
                          + [("opensora-1.0", m) for m in STDIT_METHODS])
 def test_every_method_equals_the_oracle_on_a_shrunk_preset(rank_pool, world, model, method):
     res = rank_pool(world).run(ot.oracle_case, method, SHRUNK[model], (1, 4, 16), world)
@@ -124,5 +127,5 @@ def test_models_lists_presets_with_published_counts_and_native_sizes(capsys):
     rows = {r["model"]: r for r in json.loads(capsys.readouterr().out)}
     assert set(presets()) <= set(rows) and "stdit-xl" in rows
     hv = rows["hunyuanvideo"]
-    assert (hv["video"], hv["T"], hv["S"]) == ("129x720x1280", 33, 3600) and hv["published_params"] == 13e9
+    assert (hv["video"], hv["T"], hv["S"]) == ("129x720x1280", 33, 3600) and hv["published_params"] == 12.82e9
     assert hv["flops_per_step"] > 1e15 and rows["stdit-xl"]["video"] == ""
