@@ -1,6 +1,7 @@
 """Models from a file (models/registry.py): presets of the public video DiTs, model files, --model-set
 overrides, sizes in frames x pixels; bad input exits 2 naming the file and field, nothing written;
 every method equals the oracle on two presets shrunk to CPU size with their real ratios."""
+import importlib.util
 import json
 import shutil
 
@@ -72,6 +73,18 @@ def test_a_toml_copy_given_by_path_predicts_what_the_name_does(tmp_path, capsys)
         assert by_name[k] == by_path[k], k
 
 
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_preset_predicts_a_sampled_video_end_to_end(tmp_path, capsys, name):
+    """`predict --mode sample` at the preset's native size, with its text encoder and VAE priced."""
+    video = resolve(name).sampling["video"]
+    rc = main(["predict", "--model", name, "--video", video, "--mode", "sample", "--method", "usp", "--gpus", "8",
+               "--sp", "8", "--hardware", "h100-ib", "--dtype", "bf16", "--records-file", str(tmp_path / "p.jsonl"),
+               "--json"])
+    rec = json.loads(capsys.readouterr().out)
+    assert rc == 0 and rec["status"] == "predicted" and rec["video"] == video, rec.get("error")
+    assert rec["params"] == param_count(resolve(name).config) and rec["predicted_stages_s"]["text_encode"] > 0
+
+
 @pytest.mark.parametrize("body,why", [
     ("[model]\nlayout = 'full3d'\ndepth = 2\nhidden = 64\nheads = 4\nwidth = 3\n", "unknown model field(s) width"),
     ("[model]\nlayout = 'full3d'\ndepth = 2\nhidden = 64\n", "[model] is missing heads"),
@@ -101,7 +114,10 @@ SHRUNK = {"hunyuanvideo": with_overrides("hunyuanvideo", SHRINK + ["single_depth
           "cogvideox-5b": with_overrides("cogvideox-5b", SHRINK + ["time_dim=16", "freq_dim=32"]),   # expert adaLN
           "mochi-1": with_overrides("mochi-1", SHRINK + ["text_hidden=32", "text_mlp_dim=48"]),   # narrower text
           "opensora-1.0": with_overrides("opensora-1.0", SHRINK[:3] + SHRINK[4:])}   # factorized (STDiT)
-FULL3D_METHODS = ["ulysses", "ring", "allgather_kv", "usp", "megatron_sp", "megatron_lm"]
+HAS_DS = importlib.util.find_spec("deepspeed") is not None
+# Every method whose check() accepts a full3d model with joint text (torch_cp and ring_flash refuse it).
+FULL3D_METHODS = ["ulysses", "ring", "allgather_kv", "usp", "megatron_sp", "megatron_lm", "ulysses_all",
+                  "dsp_hybrid"] + ["ulysses_deepspeed"] * HAS_DS
 STDIT_METHODS = ["dsp", "ulysses", "ulysses_all", "ring", "megatron_sp", "megatron_lm", "allgather_kv", "usp"]
 JOINT = ["hunyuanvideo", "cogvideox-5b", "mochi-1"]
 
@@ -129,3 +145,4 @@ def test_models_lists_presets_with_published_counts_and_native_sizes(capsys):
     hv = rows["hunyuanvideo"]
     assert (hv["video"], hv["T"], hv["S"]) == ("129x720x1280", 33, 3600) and hv["published_params"] == 12.82e9
     assert hv["flops_per_step"] > 1e15 and rows["stdit-xl"]["video"] == ""
+    assert (hv["depth"], hv["single_depth"], hv["text_stream"]) == (20, 40, "dual")
