@@ -23,7 +23,7 @@ class DiTBlock(nn.Module):
         C = cfg.hidden
         self.norm1 = nn.LayerNorm(C, elementwise_affine=False, eps=1e-6)
         self.make_attention(cfg)   # between norm1 and cross_attn: the modules' (and init's) order
-        self.cross_attn = None if cfg.joint else CrossAttention(C, cfg.heads)
+        self.cross_attn = CrossAttention(C, cfg.heads) if self.cross_attends(cfg) else None
         self.norm2 = nn.LayerNorm(C, elementwise_affine=False, eps=1e-6)
         self.mlp = Mlp(C, cfg.mlp_hidden)
         self.shift = cfg.adaln_shift
@@ -31,6 +31,10 @@ class DiTBlock(nn.Module):
             self.adaln = AdaLN(cfg.time_width, vectors(2, cfg.adaln_shift), C)
         else:                            # a table added to the trunk's one projection (PixArt, Wan)
             self.scale_shift_table = nn.Parameter(torch.randn(6, C) / C ** 0.5)
+
+    def cross_attends(self, cfg: ModelConfig) -> bool:
+        """Whether this block cross-attends to the text (joint text joins the self-attention instead)."""
+        return not cfg.joint
 
     def make_attention(self, cfg: ModelConfig) -> None:
         """Register the layout's self-attention seam(s)."""

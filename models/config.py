@@ -49,6 +49,8 @@ class ModelConfig:
                                    # (PixArt, Wan) | linear: each block projects the timestep (DiT, MMDiT)
     time_dim: int = 0              # timestep embedding width (modulation linear); 0: hidden (CogVideoX: 512)
     adaln_shift: bool = True       # adaLN shifts as well as scales and gates (false: Mochi, 4 vectors not 6)
+    temporal_cross: bool = True    # stdit3: temporal blocks cross-attend to the text too (false: Latte's
+                                   # temporal blocks have self-attention and MLP only)
 
     @property
     def head_dim(self) -> int:
@@ -123,7 +125,9 @@ class ModelConfig:
 
     @property
     def n_cross_attn(self) -> int:
-        return 0 if self.joint else self.n_blocks
+        if self.joint:
+            return 0
+        return self.n_blocks - (self.depth if not self.temporal_cross else 0)   # stdit3 only (validate)
 
     def attn_lengths(self, shape: "Shape") -> list[int]:
         """Sequence length of each kind of self-attention (the product of the extents it spans)."""
@@ -145,6 +149,8 @@ class ModelConfig:
             raise ValueError(f"text_mode must be one of {' | '.join(TEXT_MODES)}, got {self.text_mode!r}")
         if self.joint and self.layout != "full3d":
             raise ValueError(f"text_mode joint needs layout full3d (got {self.layout})")
+        if not self.temporal_cross and self.layout != "stdit3":
+            raise ValueError(f"temporal_cross false needs layout stdit3 (its temporal blocks), got {self.layout}")
         self._validate_streams()
 
     def _validate_streams(self) -> None:

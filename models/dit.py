@@ -42,6 +42,10 @@ class STDiT3Block(DiTBlock):
         self.attn_axis = axis
         super().__init__(cfg)
 
+    def cross_attends(self, cfg: ModelConfig) -> bool:
+        # Latte's temporal blocks (temporal_cross false) have no cross-attention.
+        return super().cross_attends(cfg) and (self.attn_axis == S_DIM or cfg.temporal_cross)
+
     def make_attention(self, cfg: ModelConfig) -> None:
         self.attn_name = "spatial_attn" if self.attn_axis == S_DIM else "temporal_attn"
         self.add_module(self.attn_name, AxisAttention(cfg.hidden, cfg.heads, axis=self.attn_axis))

@@ -3,10 +3,11 @@ whole T x H' x W' token grid at once.
 
 Blocks keep the grid as (B, T, S, C) (the `stdit` trunk, patch embedding and positions) and their
 one self-attention flattens T x S into one sequence of L = T*S tokens. Text enters either by
-cross-attention (`text_mode` cross: Wan 2.1) or by joining the self-attention (`joint`: MMDiT,
-as in SD3, CogVideoX, HunyuanVideo's dual-stream blocks): the text tokens get their own q, k, v
-and output projections, attend and are attended to with the video tokens, and the text stream is
-updated by that attention's output (simplified: no text MLP, the block's adaLN table shared).
+cross-attention (`text_mode` cross: Wan 2.1) or by joining the self-attention (`joint`): the text
+tokens attend and are attended to with the video tokens, and the text stream is updated by that
+attention's output. `text_stream` attention (these Full3DBlocks): the text has its own q, k, v and
+output projections, the MLP and adaLN table are shared; dual and expert (MMDiT, CogVideoX) are
+models/mmdit.py's blocks, and `single_depth` single-stream blocks (models/single_stream.py) follow.
 The last block's text output would feed nothing, so there the text gives keys and values only
 (SD3's `context_pre_only`): no text queries, no text output projection.
 

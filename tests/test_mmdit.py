@@ -21,7 +21,7 @@ SHRINK = ["hidden=64", "heads=4", "mlp_dim=128", "caption_channels=32", "text_le
 SHRUNK = [with_overrides("hunyuanvideo", SHRINK + ["depth=2", "single_depth=2"]),
           with_overrides("mochi-1", SHRINK + ["depth=3", "text_hidden=32", "text_mlp_dim=48"]),
           with_overrides("cogvideox-5b", SHRINK + ["depth=3", "time_dim=16", "freq_dim=32"]),
-          "stdit-tiny[modulation=linear,adaln_shift=false]"]
+          "stdit-tiny[modulation=linear,adaln_shift=false]", "stdit3-tiny[temporal_cross=false]"]
 
 
 @pytest.mark.parametrize("name", JOINT_PRESETS)

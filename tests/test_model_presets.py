@@ -13,8 +13,8 @@ from dspbench.models.params import param_count
 from dspbench.models.registry import presets, resolve, video_to_tokens, with_overrides
 from oracle_tasks import assert_matches_oracle
 
-PRESETS = ["cogvideox-2b", "cogvideox-5b", "flux.1-dev", "hunyuanvideo", "ltx-video", "mochi-1", "opensora-1.0",
-           "opensora-1.2", "step-video-t2v", "wan2.1-1.3b", "wan2.1-14b"]
+PRESETS = ["cogvideox-2b", "cogvideox-5b", "flux.1-dev", "hunyuanvideo", "latte-xl", "ltx-video", "mochi-1",
+           "opensora-1.0", "opensora-1.2", "step-video-t2v", "wan2.1-1.3b", "wan2.1-14b"]
 
 
 def test_every_preset_loads_with_its_source_and_what_it_simplifies():
@@ -113,7 +113,8 @@ SHRINK = ["depth=2", "hidden=64", "heads=4", "mlp_dim=128", "caption_channels=32
 SHRUNK = {"hunyuanvideo": with_overrides("hunyuanvideo", SHRINK + ["single_depth=2"]),   # dual, then single blocks
           "cogvideox-5b": with_overrides("cogvideox-5b", SHRINK + ["time_dim=16", "freq_dim=32"]),   # expert adaLN
           "mochi-1": with_overrides("mochi-1", SHRINK + ["text_hidden=32", "text_mlp_dim=48"]),   # narrower text
-          "opensora-1.0": with_overrides("opensora-1.0", SHRINK[:3] + SHRINK[4:])}   # factorized (STDiT)
+          "opensora-1.0": with_overrides("opensora-1.0", SHRINK[:3] + SHRINK[4:]),   # factorized (STDiT)
+          "latte-xl": with_overrides("latte-xl", SHRINK[:3] + SHRINK[4:])}   # temporal blocks without text
 HAS_DS = importlib.util.find_spec("deepspeed") is not None
 # Every method whose check() accepts a full3d model with joint text (torch_cp and ring_flash refuse it).
 FULL3D_METHODS = ["ulysses", "ring", "allgather_kv", "usp", "megatron_sp", "megatron_lm", "ulysses_all",
@@ -125,7 +126,7 @@ JOINT = ["hunyuanvideo", "cogvideox-5b", "mochi-1"]
 @pytest.mark.gloo
 @pytest.mark.parametrize("world", [2, 4])
 @pytest.mark.parametrize("model,method", [(j, m) for j in JOINT for m in FULL3D_METHODS]
-                         + [("opensora-1.0", m) for m in STDIT_METHODS])
+                         + [(f, m) for f in ("opensora-1.0", "latte-xl") for m in STDIT_METHODS])
 def test_every_method_equals_the_oracle_on_a_shrunk_preset(rank_pool, world, model, method):
     res = rank_pool(world).run(ot.oracle_case, method, SHRUNK[model], (1, 4, 16), world)
     assert_matches_oracle(res, world)
