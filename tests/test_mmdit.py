@@ -3,12 +3,15 @@ analytic parameter and FLOP counts the cost model uses equal the real modules' (
 size on the meta device, FLOPs counted by torch and by the cost model's meta-device trace); the
 defaults build the class as it was; contradictory fields are refused. Every method against the
 oracle on these blocks: tests/test_model_presets.py."""
+import oracle_tasks as ot
 import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from dspbench.cost import curve as cv
+from dspbench.cost.memory import activation_bytes, unsharded_bytes
+from dspbench.methods import get_method
 from dspbench.models import Shape, build_model, get_config, make_inputs
 from dspbench.models.full3d import Full3DBlock
 from dspbench.models.mmdit import DualStreamBlock, ExpertBlock
@@ -81,3 +84,24 @@ def test_contradictory_fields_are_refused(fields, why):
         get_config("full3d-joint-tiny", **fields)
     with pytest.raises(ValueError, match="need text_mode joint"):
         get_config("full3d-tiny", single_depth=1, modulation="linear")
+
+
+MEMORY = [with_overrides("hunyuanvideo", ["depth=2", "single_depth=2", "hidden=64", "heads=4", "mlp_dim=256",
+                                          "caption_channels=32", "text_len=8"]),
+          with_overrides("cogvideox-5b", ["depth=4", "hidden=64", "heads=4", "mlp_dim=256", "caption_channels=32",
+                                          "text_len=8", "time_dim=16", "freq_dim=32"])]
+
+
+@pytest.mark.gloo
+@pytest.mark.parametrize("ref", MEMORY)
+def test_the_activation_term_counts_the_new_blocks(rank_pool, ref):
+    """bench/cost/memory.py's activation term against what autograd saves on one rank (within 10%,
+    as for the class before: a single-stream block priced as one attention and one MLP), and
+    Megatron-SP's unsharded term an upper bound on what it saves beyond Ulysses on two ranks (a
+    block's q that is a view of its fused output is saved once there: the term counts it apart)."""
+    cfg, shape = get_config(ref), (1, 4, 64)
+    saved = rank_pool(1).run(ot.saved_activation_bytes, "single", ref, shape, 1)[0]
+    assert 0.9 * saved <= activation_bytes(cfg, Shape(*shape), 1, "fp32", "train") <= 1.1 * saved
+    uly = rank_pool(2).run(ot.saved_activation_bytes, "ulysses", ref, shape, 2)[0]
+    meg = rank_pool(2).run(ot.saved_activation_bytes, "megatron_sp", ref, shape, 2)[0]
+    assert 0 < meg - uly <= unsharded_bytes(get_method("megatron_sp"), cfg, Shape(*shape), 2, "fp32", "train")
