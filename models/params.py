@@ -22,7 +22,10 @@ def _text_out(cfg: ModelConfig, i: int) -> bool:
 def joint_block_params(cfg: ModelConfig, i: int) -> dict[str, int]:
     """One of the `depth` joint blocks (models/full3d.py, models/mmdit.py), by part."""
     C, F, Ct, Ft, out = cfg.hidden, cfg.mlp_hidden, cfg.text_width, cfg.text_mlp_hidden, _text_out(cfg, i)
-    text_attn = {"expert": 0}.get(cfg.text_stream, _linear(Ct, 3 * C) + _linear(C, Ct) if out else _linear(Ct, 2 * C))
+    if cfg.text_stream == "expert":   # the text goes through the block's own q, k, v and output
+        text_attn = 0
+    else:                             # text_qkv and text_proj; the last block's text_kv alone
+        text_attn = _linear(Ct, 3 * C) + _linear(C, Ct) if out else _linear(Ct, 2 * C)
     parts = {"self_attn": _linear(C, 3 * C) + _linear(C, C) + text_attn, "mlp": _linear(C, F) + _linear(F, C),
              "modulation": _adaln(cfg, vectors(2, cfg.adaln_shift), C)}
     if cfg.text_stream != "attention":    # the text stream's own modulation (and, dual, MLP)
