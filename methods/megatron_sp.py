@@ -167,9 +167,9 @@ def _sharded_params(cfg):
     cross = (C * C + C) + (2 * C * C + 2 * C) + C * C
     mlp = (C * Fh + Fh) + Fh * C
     single = C * (3 * C + Fh) + 3 * C + Fh + (C + Fh) * C   # linear1 whole, linear2 without its bias
-    unfused = cfg.single_depth   # single blocks' attentions and MLPs are the fused linears
-    return (cfg.n_self_attn - unfused) * self_attn + cfg.n_cross_attn * cross + (cfg.n_blocks - unfused) * mlp \
-        + cfg.single_depth * single + _text_sharded(cfg, C, Ct)
+    fused = cfg.single_depth   # single-stream blocks: their attention and MLP share two fused linears
+    return ((cfg.n_self_attn - fused) * self_attn + cfg.n_cross_attn * cross + (cfg.n_blocks - fused) * mlp
+            + fused * single + _text_sharded(cfg, C, Ct))
 
 
 def _text_sharded(cfg, C, Ct):
