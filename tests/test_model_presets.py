@@ -61,10 +61,11 @@ def _predict(tmp_path, model, *extra):
     return main(args), path
 
 
-def test_a_toml_copy_given_by_path_predicts_what_the_name_does(tmp_path, capsys):
-    copy = tmp_path / "my_wan.toml"
-    shutil.copy(resolve("wan2.1-1.3b").path, copy)
-    assert _predict(tmp_path, "wan2.1-1.3b")[0] == 0
+@pytest.mark.parametrize("name", ["wan2.1-1.3b", "hunyuanvideo", "cogvideox-5b"])   # cross, dual + single, expert
+def test_a_toml_copy_given_by_path_predicts_what_the_name_does(tmp_path, capsys, name):
+    copy = tmp_path / "my_model.toml"
+    shutil.copy(resolve(name).path, copy)
+    assert _predict(tmp_path, name)[0] == 0
     by_name = json.loads(capsys.readouterr().out)
     assert _predict(tmp_path, str(copy))[0] == 0
     by_path = json.loads(capsys.readouterr().out)
