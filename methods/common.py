@@ -110,4 +110,4 @@ def heads_divisible(cfg: ModelConfig, n: int, method: str) -> str | None:
 def n_attn(cfg: ModelConfig, dim: str = "T") -> int:
     """Self-attentions that attend over sequence dim `dim` in the whole model: `depth` of each kind
     whose span holds it (one kind for stdit, axial3d, full3d; hybrid3d: the factorized one and the full one)."""
-    return cfg.depth * sum(dim in span for span in cfg.attn_spans)
+    return cfg.stack_depth * sum(dim in span for span in cfg.attn_spans)

@@ -28,7 +28,7 @@ def _kinds(cfg) -> tuple[int, int]:
     """(attentions over T that a switch makes local, full attentions) in the whole model."""
     full = sum(set(span) >= set(cfg.seq_dims) for span in cfg.attn_spans)
     switched = sum(dsp.ENTRY in span and not set(span) >= set(cfg.seq_dims) for span in cfg.attn_spans)
-    return cfg.depth * switched, cfg.depth * full
+    return cfg.stack_depth * switched, cfg.stack_depth * full
 
 
 def _check(cfg, shape, dims):

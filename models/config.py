@@ -11,6 +11,10 @@ _SEQ_DIMS = {"stdit": {"T": 1, "S": 2}, "stdit3": {"T": 1, "S": 2}, "axial3d": {
 _ATTN_SPANS = {"stdit": (("S",), ("T",)), "stdit3": (("S",), ("T",)), "axial3d": (("H",), ("W",), ("T",)),
                "full3d": (("T", "S"),), "hybrid3d": (("S",), ("T",), ("T", "S"))}
 TEXT_MODES = ("cross", "joint")
+# How a joint block treats the text (models/mmdit.py): its own q, k, v and output only (MLP and
+# modulation shared), MMDiT's two streams, or CogVideoX's expert adaLN (every linear shared).
+TEXT_STREAMS = ("attention", "dual", "expert")
+MODULATIONS = ("table", "linear")
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,19 @@ class ModelConfig:
     mlp_dim: int = 0               # MLP width; 0: hidden * mlp_ratio (Wan publishes widths, not ratios)
     text_mode: str = "cross"       # cross: cross-attention to text (Wan); joint: text tokens join the
                                    # self-attention with their own projections (MMDiT; full3d only)
+    # Joint text, full3d (models/mmdit.py, models/single_stream.py); the defaults are the class before them.
+    text_stream: str = "attention" # attention: text has its own q, k, v, out only | dual: MMDiT's two
+                                   # streams (own MLP and modulation too: SD3, Flux, HunyuanVideo, Mochi)
+                                   # | expert: CogVideoX (text shares every linear, own modulation)
+    single_depth: int = 0          # single-stream blocks after the `depth` joint ones (HunyuanVideo, Flux)
+    text_hidden: int = 0           # text stream width in dual blocks; 0: hidden (Mochi: 1536 beside 3072)
+    text_mlp_dim: int = 0          # text MLP width in dual blocks; 0: text width * mlp_ratio
+    modulation: str = "table"      # table: one projection of the timestep, a learned table per block
+                                   # (PixArt, Wan) | linear: each block projects the timestep (DiT, MMDiT)
+    time_dim: int = 0              # timestep embedding width (modulation linear); 0: hidden (CogVideoX: 512)
+    adaln_shift: bool = True       # adaLN shifts as well as scales and gates (false: Mochi, 4 vectors not 6)
+    temporal_cross: bool = True    # stdit3: temporal blocks cross-attend to the text too (false: Latte's
+                                   # temporal blocks have self-attention and MLP only)
 
     @property
     def head_dim(self) -> int:
@@ -70,23 +87,47 @@ class ModelConfig:
         return self.text_mode == "joint"
 
     @property
+    def text_width(self) -> int:
+        return self.text_hidden or self.hidden
+
+    @property
+    def text_mlp_hidden(self) -> int:
+        return self.text_mlp_dim or int(self.text_width * self.mlp_ratio)
+
+    @property
+    def time_width(self) -> int:
+        return self.time_dim or self.hidden
+
+    @property
+    def stack_depth(self) -> int:
+        """Self-attentions of each kind in the stack: the `depth` blocks, then the single-stream ones."""
+        return self.depth + self.single_depth
+
+    @property
     def n_blocks(self) -> int:
         """Blocks in the stack; each has one MLP and (text_mode cross) one cross-attention."""
-        return {"stdit3": 2, "hybrid3d": 3}.get(self.layout, 1) * self.depth
+        return {"stdit3": 2, "hybrid3d": 3}.get(self.layout, 1) * self.depth + self.single_depth
 
     @property
     def n_self_attn(self) -> int:
         """Self-attentions in the stack: `depth` of each kind (one per sequence dim; full3d: one)."""
-        return len(self.attn_spans) * self.depth
+        return len(self.attn_spans) * self.stack_depth
 
     @property
     def n_text_out(self) -> int:
         """Joint attentions whose text output continues (all but the last block's: keys, values only)."""
-        return self.depth - 1 if self.joint else 0
+        return self.stack_depth - 1 if self.joint else 0
+
+    @property
+    def n_joint_text_out(self) -> int:
+        """Of those, the `depth` joint blocks' (the rest are single-stream blocks)."""
+        return min(self.depth, self.n_text_out)
 
     @property
     def n_cross_attn(self) -> int:
-        return 0 if self.joint else self.n_blocks
+        if self.joint:
+            return 0
+        return self.n_blocks - (self.depth if not self.temporal_cross else 0)   # stdit3 only (validate)
 
     def attn_lengths(self, shape: "Shape") -> list[int]:
         """Sequence length of each kind of self-attention (the product of the extents it spans)."""
@@ -108,6 +149,30 @@ class ModelConfig:
             raise ValueError(f"text_mode must be one of {' | '.join(TEXT_MODES)}, got {self.text_mode!r}")
         if self.joint and self.layout != "full3d":
             raise ValueError(f"text_mode joint needs layout full3d (got {self.layout})")
+        if not self.temporal_cross and self.layout != "stdit3":
+            raise ValueError(f"temporal_cross false needs layout stdit3 (its temporal blocks), got {self.layout}")
+        self._validate_streams()
+
+    def _validate_streams(self) -> None:
+        """The joint-text options (models/mmdit.py): each needs joint text, some the linear modulation."""
+        if self.text_stream not in TEXT_STREAMS:
+            raise ValueError(f"text_stream must be one of {' | '.join(TEXT_STREAMS)}, got {self.text_stream!r}")
+        if self.modulation not in MODULATIONS:
+            raise ValueError(f"modulation must be one of {' | '.join(MODULATIONS)}, got {self.modulation!r}")
+        if min(self.single_depth, self.text_hidden, self.text_mlp_dim, self.time_dim) < 0:
+            raise ValueError("single_depth, text_hidden, text_mlp_dim and time_dim must be >= 0")
+        new = self.text_stream != "attention" or self.single_depth or self.text_hidden or self.text_mlp_dim
+        if new and not self.joint:
+            raise ValueError("text_stream, single_depth, text_hidden and text_mlp_dim need text_mode joint")
+        if new and self.modulation != "linear":
+            raise ValueError("text_stream dual or expert and single_depth need modulation linear "
+                             "(each block projects the timestep for its streams)")
+        if (self.text_hidden or self.text_mlp_dim) and self.text_stream != "dual":
+            raise ValueError("text_hidden and text_mlp_dim need text_stream dual (a text stream of its own)")
+        if self.single_depth and self.text_width != self.hidden:
+            raise ValueError("single_depth needs text_hidden = hidden (single-stream blocks concatenate the streams)")
+        if (self.time_dim or not self.adaln_shift) and self.modulation != "linear":
+            raise ValueError("time_dim and adaln_shift false need modulation linear")
 
     def with_(self, **kw) -> "ModelConfig":
         return replace(self, **kw)

@@ -16,6 +16,7 @@ from dspbench.models.config import ModelConfig
 from dspbench.models.block import DiTBlock
 from dspbench.models.layers import (AxisAttention, CaptionEmbedder, FinalLayer, PatchEmbed3D, SeqSeam, TimestepEmbedder,
                      per_sample, sincos_1d, sincos_2d)
+from dspbench.models.modulation import LinearFinalLayer
 
 T_DIM, S_DIM = 1, 2   # activation dims of (B, T, S, C)
 
@@ -40,6 +41,10 @@ class STDiT3Block(DiTBlock):
     def __init__(self, cfg: ModelConfig, axis: int):
         self.attn_axis = axis
         super().__init__(cfg)
+
+    def cross_attends(self, cfg: ModelConfig) -> bool:
+        # Latte's temporal blocks (temporal_cross false) have no cross-attention.
+        return super().cross_attends(cfg) and (self.attn_axis == S_DIM or cfg.temporal_cross)
 
     def make_attention(self, cfg: ModelConfig) -> None:
         self.attn_name = "spatial_attn" if self.attn_axis == S_DIM else "temporal_attn"
@@ -67,12 +72,15 @@ class SpatialTemporalDiT(nn.Module):
         self.cfg = cfg
         C = cfg.hidden
         self.x_embedder = self.make_embedder(cfg)
-        self.t_embedder = TimestepEmbedder(C, cfg.freq_dim)
-        self.t_block = nn.Sequential(nn.SiLU(), nn.Linear(C, 6 * C))
-        self.y_embedder = CaptionEmbedder(cfg.caption_channels, C)
+        self.t_embedder = TimestepEmbedder(cfg.time_width, cfg.freq_dim)
+        # modulation linear: each block projects the timestep embedding itself (models/modulation.py)
+        table = cfg.modulation == "table"
+        self.t_block = nn.Sequential(nn.SiLU(), nn.Linear(C, 6 * C)) if table else nn.Identity()
+        self.y_embedder = CaptionEmbedder(cfg.caption_channels, cfg.text_width)
         self.seq_enter = SeqSeam()
         self.blocks = self.make_blocks(cfg)
-        self.final_layer = FinalLayer(C, cfg.patch_volume, cfg.out_channels)
+        self.final_layer = (FinalLayer(C, cfg.patch_volume, cfg.out_channels) if table
+                            else LinearFinalLayer(C, cfg.time_width, cfg.patch_volume, cfg.out_channels))
         self.seq_exit = SeqSeam()
 
     # Token-grid hooks: a model family with another grid (models/axial.py) overrides these two and
@@ -87,9 +95,9 @@ class SpatialTemporalDiT(nn.Module):
         _, _, _, H, W = x.shape
         h = self.x_embedder(x)                                      # (B, T, S, C)
         h = h + self.pos_embed(h.shape[1], H // self.cfg.patch[1], W // self.cfg.patch[2]).to(h)
-        temb = self.t_embedder(t)                                   # (B, C)
-        tmod = self.t_block(temb)                                   # (B, 6C)
-        y = self.y_embedder(y)                                      # (B, Ly, C)
+        temb = self.t_embedder(t)                                   # (B, C) (linear: time_dim)
+        tmod = self.t_block(temb)                                   # (B, 6C) (linear: temb itself)
+        y = self.y_embedder(y)                                      # (B, Ly, C) (text width)
         h = self.seq_enter(h)
         for blk in self.blocks:
             if self.cfg.grad_ckpt and torch.is_grad_enabled():

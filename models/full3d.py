@@ -3,10 +3,11 @@ whole T x H' x W' token grid at once.
 
 Blocks keep the grid as (B, T, S, C) (the `stdit` trunk, patch embedding and positions) and their
 one self-attention flattens T x S into one sequence of L = T*S tokens. Text enters either by
-cross-attention (`text_mode` cross: Wan 2.1) or by joining the self-attention (`joint`: MMDiT,
-as in SD3, CogVideoX, HunyuanVideo's dual-stream blocks): the text tokens get their own q, k, v
-and output projections, attend and are attended to with the video tokens, and the text stream is
-updated by that attention's output (simplified: no text MLP, the block's adaLN table shared).
+cross-attention (`text_mode` cross: Wan 2.1) or by joining the self-attention (`joint`): the text
+tokens attend and are attended to with the video tokens, and the text stream is updated by that
+attention's output. `text_stream` attention (these Full3DBlocks): the text has its own q, k, v and
+output projections, the MLP and adaLN table are shared; dual and expert (MMDiT, CogVideoX) are
+models/mmdit.py's blocks, and `single_depth` single-stream blocks (models/single_stream.py) follow.
 The last block's text output would feed nothing, so there the text gives keys and values only
 (SD3's `context_pre_only`): no text queries, no text output projection.
 
@@ -17,51 +18,15 @@ offsets). RoPE is element-wise: it changes neither the matmul FLOPs nor any comm
 """
 from __future__ import annotations
 
-import torch
 from torch import nn
 
 from dspbench.models.block import DiTBlock
 from dspbench.models.config import ModelConfig
 from dspbench.models.dit import S_DIM, T_DIM, SpatialTemporalDiT, STDiT3Block
-from dspbench.models.layers import AxisAttention, per_sample
-
-
-class FullAttention(AxisAttention):
-    """Self-attention over all sequence dims of (B, T, S, C) at once (L = T*S); `joint`: with text.
-
-    The seams are AxisAttention's (`qkv`, `inner`, `proj`); `axes` holds every dim it spans, so a
-    method sharding T or S finds it. `text` "qkv" adds linears `text_qkv` and `text_proj`, "kv"
-    (the last block) `text_kv` alone; the inner attention is then called as
-    `inner(q, k, v, joint=(qt, kt, vt)) -> (o, ot)`, with qt and ot None for "kv".
-    """
-
-    def __init__(self, hidden: int, heads: int, text: str | None = None):
-        super().__init__(hidden, heads, axis=T_DIM)
-        self.axis, self.axes = None, (T_DIM, S_DIM)   # no single axis: it attends over both
-        self.text = text
-        if text == "qkv":
-            self.text_qkv = nn.Linear(hidden, 3 * hidden)
-            self.text_proj = nn.Linear(hidden, hidden)
-        elif text == "kv":
-            self.text_kv = nn.Linear(hidden, 2 * hidden)
-
-    def _heads(self, t: torch.Tensor, n: int) -> list[torch.Tensor]:
-        """(B, .., n*H*D) -> n tensors (B, L, H, D), tokens flattened; H read from the width."""
-        D = self.head_dim
-        return list(t.reshape(t.shape[0], -1, n, t.shape[-1] // (n * D), D).unbind(2))
-
-    def forward(self, x: torch.Tensor, y: torch.Tensor | None = None):
-        qkv = self.qkv(x)                                   # (B, T, S, 3*H*D)
-        B, grid = x.shape[0], qkv.shape[1:-1]
-        if self.text is None:
-            return self.proj(self.inner(*self._heads(qkv, 3)).reshape(B, *grid, -1))
-        if self.text == "qkv":
-            joint = self._heads(self.text_qkv(y), 3)
-        else:
-            joint = [None] + self._heads(self.text_kv(y), 2)
-        o, ot = self.inner(*self._heads(qkv, 3), joint=joint)
-        o = self.proj(o.reshape(B, *grid, -1))
-        return o, (None if ot is None else self.text_proj(ot.reshape(B, ot.shape[1], -1)))
+from dspbench.models.full_attention import FullAttention
+from dspbench.models.layers import per_sample
+from dspbench.models.mmdit import DualStreamBlock, ExpertBlock
+from dspbench.models.single_stream import SingleStreamBlock
 
 
 class Full3DBlock(DiTBlock):
@@ -93,4 +58,7 @@ class Full3DDiT(SpatialTemporalDiT):
         if cfg.layout == "hybrid3d":
             return nn.ModuleList(b for _ in range(cfg.depth)
                                  for b in (STDiT3Block(cfg, S_DIM), STDiT3Block(cfg, T_DIM), Full3DBlock(cfg)))
-        return nn.ModuleList(Full3DBlock(cfg, last=(i == cfg.depth - 1)) for i in range(cfg.depth))
+        last = cfg.stack_depth - 1
+        joint = {"attention": Full3DBlock, "dual": DualStreamBlock, "expert": ExpertBlock}[cfg.text_stream]
+        return nn.ModuleList([joint(cfg, last=(i == last)) for i in range(cfg.depth)]
+                             + [SingleStreamBlock(cfg, last=(i == last)) for i in range(cfg.depth, cfg.stack_depth)])

@@ -1,6 +1,7 @@
 """Models from a file (models/registry.py): presets of the public video DiTs, model files, --model-set
 overrides, sizes in frames x pixels; bad input exits 2 naming the file and field, nothing written;
 every method equals the oracle on two presets shrunk to CPU size with their real ratios."""
+import importlib.util
 import json
 import shutil
 
@@ -12,36 +13,36 @@ from dspbench.models.params import param_count
 from dspbench.models.registry import presets, resolve, video_to_tokens, with_overrides
 from oracle_tasks import assert_matches_oracle
 
-WITHIN_3 = ["wan2.1-1.3b", "wan2.1-14b"]
-NOT_YET = {"hunyuanvideo": "no dual-stream then single-stream MMDiT blocks in the model class (9.1B vs 13B)",
-           "cogvideox-5b": "no expert adaLN, text without a shared MLP (6.4B vs 5B)",
-           "opensora-1.0": "the published count is the rounded 700M (0.76B here)"}
+PRESETS = ["cogvideox-2b", "cogvideox-5b", "flux.1-dev", "hunyuanvideo", "latte-xl", "ltx-video", "mochi-1",
+           "opensora-1.0", "opensora-1.2", "step-video-t2v", "wan2.1-1.3b", "wan2.1-14b"]
 
 
 def test_every_preset_loads_with_its_source_and_what_it_simplifies():
-    assert set(presets()) == set(WITHIN_3) | set(NOT_YET)
+    assert set(presets()) == set(PRESETS)
     for name in presets():
         e = resolve(name)
         assert e.published["params"] > 0 and len(e.published["source"]) > 40 and e.notes["simplifies"]
         assert e.sampling["guidance"] in ("cfg", "distilled") and video_to_tokens(name, e.sampling["video"])
 
 
-@pytest.mark.parametrize("name", WITHIN_3)
+@pytest.mark.parametrize("name", PRESETS)
 def test_parameter_count_within_3_percent_of_the_published(name):
     e = resolve(name)
     assert param_count(e.config) == pytest.approx(e.published["params"], rel=0.03)
 
 
-@pytest.mark.parametrize("name", sorted(NOT_YET))
-@pytest.mark.xfail(strict=True, reason="the model class cannot express it yet: see the preset's notes")
-def test_parameter_count_within_3_percent_not_yet(name):
-    e = resolve(name)
-    assert param_count(e.config) == pytest.approx(e.published["params"], rel=0.03), NOT_YET[name]
+@pytest.mark.parametrize("name,blocks", [("hunyuanvideo", (20, 40, "dual")), ("flux.1-dev", (19, 38, "dual")),
+                                         ("mochi-1", (48, 0, "dual")), ("cogvideox-5b", (42, 0, "expert"))])
+def test_mmdit_presets_use_their_real_block_kinds(name, blocks):
+    cfg = resolve(name).config
+    assert (cfg.depth, cfg.single_depth, cfg.text_stream) == blocks and cfg.modulation == "linear"
 
 
 @pytest.mark.parametrize("name,video,ts", [("hunyuanvideo", "129x720x1280", (33, 3600)),
                                           ("cogvideox-5b", "49x480x720", (13, 1350)),
                                           ("wan2.1-14b", "81x480x832", (21, 1560)),
+                                          ("flux.1-dev", "1x1024x1024", (1, 4096)),
+                                          ("mochi-1", "163x480x848", (28, 1590)),
                                           ("opensora-1.0", "16x512x512", (16, 1024))])
 def test_video_sizes_convert_through_the_vae_and_patch(name, video, ts):
     assert video_to_tokens(name, video) == ts
@@ -60,16 +61,29 @@ def _predict(tmp_path, model, *extra):
     return main(args), path
 
 
-def test_a_toml_copy_given_by_path_predicts_what_the_name_does(tmp_path, capsys):
-    copy = tmp_path / "my_wan.toml"
-    shutil.copy(resolve("wan2.1-1.3b").path, copy)
-    assert _predict(tmp_path, "wan2.1-1.3b")[0] == 0
+@pytest.mark.parametrize("name", ["wan2.1-1.3b", "hunyuanvideo", "cogvideox-5b"])   # cross, dual + single, expert
+def test_a_toml_copy_given_by_path_predicts_what_the_name_does(tmp_path, capsys, name):
+    copy = tmp_path / "my_model.toml"
+    shutil.copy(resolve(name).path, copy)
+    assert _predict(tmp_path, name)[0] == 0
     by_name = json.loads(capsys.readouterr().out)
     assert _predict(tmp_path, str(copy))[0] == 0
     by_path = json.loads(capsys.readouterr().out)
     assert by_name["status"] == "predicted" and by_name["video"] == "81x480x832"
     for k in ("step_time_median_s", "predicted_peak_mem_bytes", "comm_wire_bytes", "frames", "spatial", "params"):
         assert by_name[k] == by_path[k], k
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_preset_predicts_a_sampled_video_end_to_end(tmp_path, capsys, name):
+    """`predict --mode sample` at the preset's native size, with its text encoder and VAE priced."""
+    video = resolve(name).sampling["video"]
+    rc = main(["predict", "--model", name, "--video", video, "--mode", "sample", "--method", "usp", "--gpus", "8",
+               "--sp", "8", "--hardware", "h100-ib", "--dtype", "bf16", "--records-file", str(tmp_path / "p.jsonl"),
+               "--json"])
+    rec = json.loads(capsys.readouterr().out)
+    assert rc == 0 and rec["status"] == "predicted" and rec["video"] == video, rec.get("error")
+    assert rec["params"] == param_count(resolve(name).config) and rec["predicted_stages_s"]["text_encode"] > 0
 
 
 @pytest.mark.parametrize("body,why", [
@@ -97,16 +111,23 @@ def test_a_misspelt_preset_and_a_bad_override_exit_2(tmp_path, capsys):
 
 
 SHRINK = ["depth=2", "hidden=64", "heads=4", "mlp_dim=128", "caption_channels=32", "text_len=8"]
-SHRUNK = {"hunyuanvideo": with_overrides("hunyuanvideo", SHRINK),                    # full 3-D, joint text
-          "opensora-1.0": with_overrides("opensora-1.0", SHRINK[:3] + SHRINK[4:])}   # factorized (STDiT)
-FULL3D_METHODS = ["ulysses", "ring", "allgather_kv", "usp", "megatron_sp", "megatron_lm"]
+SHRUNK = {"hunyuanvideo": with_overrides("hunyuanvideo", SHRINK + ["single_depth=2"]),   # dual, then single blocks
+          "cogvideox-5b": with_overrides("cogvideox-5b", SHRINK + ["time_dim=16", "freq_dim=32"]),   # expert adaLN
+          "mochi-1": with_overrides("mochi-1", SHRINK + ["text_hidden=32", "text_mlp_dim=48"]),   # narrower text
+          "opensora-1.0": with_overrides("opensora-1.0", SHRINK[:3] + SHRINK[4:]),   # factorized (STDiT)
+          "latte-xl": with_overrides("latte-xl", SHRINK[:3] + SHRINK[4:])}   # temporal blocks without text
+HAS_DS = importlib.util.find_spec("deepspeed") is not None
+# Every method whose check() accepts a full3d model with joint text (torch_cp and ring_flash refuse it).
+FULL3D_METHODS = ["ulysses", "ring", "allgather_kv", "usp", "megatron_sp", "megatron_lm", "ulysses_all",
+                  "dsp_hybrid"] + ["ulysses_deepspeed"] * HAS_DS
 STDIT_METHODS = ["dsp", "ulysses", "ulysses_all", "ring", "megatron_sp", "megatron_lm", "allgather_kv", "usp"]
+JOINT = ["hunyuanvideo", "cogvideox-5b", "mochi-1"]
 
 
 @pytest.mark.gloo
 @pytest.mark.parametrize("world", [2, 4])
-@pytest.mark.parametrize("model,method", [("hunyuanvideo", m) for m in FULL3D_METHODS]
-                         + [("opensora-1.0", m) for m in STDIT_METHODS])
+@pytest.mark.parametrize("model,method", [(j, m) for j in JOINT for m in FULL3D_METHODS]
+                         + [(f, m) for f in ("opensora-1.0", "latte-xl") for m in STDIT_METHODS])
 def test_every_method_equals_the_oracle_on_a_shrunk_preset(rank_pool, world, model, method):
     res = rank_pool(world).run(ot.oracle_case, method, SHRUNK[model], (1, 4, 16), world)
     assert_matches_oracle(res, world)
@@ -124,5 +145,6 @@ def test_models_lists_presets_with_published_counts_and_native_sizes(capsys):
     rows = {r["model"]: r for r in json.loads(capsys.readouterr().out)}
     assert set(presets()) <= set(rows) and "stdit-xl" in rows
     hv = rows["hunyuanvideo"]
-    assert (hv["video"], hv["T"], hv["S"]) == ("129x720x1280", 33, 3600) and hv["published_params"] == 13e9
+    assert (hv["video"], hv["T"], hv["S"]) == ("129x720x1280", 33, 3600) and hv["published_params"] == 12.82e9
     assert hv["flops_per_step"] > 1e15 and rows["stdit-xl"]["video"] == ""
+    assert (hv["depth"], hv["single_depth"], hv["text_stream"]) == (20, 40, "dual")

@@ -12,7 +12,8 @@ L^2 scores), plus the adaLN modulate and gate inputs of a DiT block:
 - self-attention 8 (norm in, modulated in, q, k, v, attention out, gate in, residual),
 - cross-attention 5, MLP 3 + 2 * mlp_hidden / hidden (norm in, modulated in, fc1 in, GELU in/out,
   gate in); per block of the layout (stdit: 2 self-attentions; axial3d: 3; full3d: one over T*S,
-  no cross-attention with joint text).
+  no cross-attention with joint text; a single-stream block as one self-attention and one MLP,
+  tests/test_mmdit.py).
 Every method keeps 1/sp of the tokens' activations (Megatron-SP's tensor-parallel regions hold 1/sp
 of the channels), except those its spec lists as `unsharded_saved`: Megatron-SP's gathered linear
 inputs, kept full length for the weight gradients (Megatron-LM re-gathers them in the backward

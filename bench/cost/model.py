@@ -96,7 +96,7 @@ def _attn_core_flops(mcfg, shape: Shape, shard: str) -> float:
     each kind whose span holds it (full3d: all T*S tokens, with joint text Ly more keys)."""
     text = mcfg.text_len if mcfg.joint else 0
     lengths = [L + text for L, span in zip(mcfg.attn_lengths(shape), mcfg.attn_spans) if shard in span]
-    return mcfg.depth * sum(4 * shape.batch * shape.tokens * L * mcfg.hidden for L in lengths)
+    return mcfg.stack_depth * sum(4 * shape.batch * shape.tokens * L * mcfg.hidden for L in lengths)
 
 
 @functools.lru_cache(maxsize=None)

@@ -19,8 +19,10 @@ from __future__ import annotations
 from dspbench.models.vae import SD_VAE, WAN21_VAE, VAEConfig, decoder_flops, tiled_flops
 
 # encoder parameters (the encoder stack only): T5 v1.1 XXL 4.76B (OpenSora, Latte, CogVideoX),
-# umT5-XXL 5.7B (Wan 2.1); sources in docs/gpu-evidence.md
-TEXT_ENCODERS = {"t5-xxl": 4.76e9, "umt5-xxl": 5.7e9, "llava-llama-3-8b": 8.03e9}
+# umT5-XXL 5.7B (Wan 2.1); sources in docs/gpu-evidence.md. Step-Video's Step-LLM has no published
+# size: priced as the 8B LLM encoder of HunyuanVideo, its nearest published kin (text encoding is
+# under 1% of a video's seconds either way).
+TEXT_ENCODERS = {"t5-xxl": 4.76e9, "umt5-xxl": 5.7e9, "llava-llama-3-8b": 8.03e9, "step-llm": 8.03e9}
 LAYOUT_PIPELINE = {"stdit": ("t5-xxl", SD_VAE), "stdit3": ("t5-xxl", WAN21_VAE),
                    "full3d": ("umt5-xxl", WAN21_VAE), "axial3d": ("t5-xxl", WAN21_VAE),
                    "hybrid3d": ("t5-xxl", WAN21_VAE)}

@@ -50,7 +50,8 @@ def cmd_models(args) -> int:
         pub = f"{r['published_params'] / 1e9:.2f}B" if r["published_params"] else "-"
         ts = f"{r['T']} x {r['S']}" if r["T"] else "-"
         tf = f"{r['flops_per_step'] / 1e12:.0f}" if r["flops_per_step"] else "-"
-        print(f"{r['model']:<18} {r['layout']:<7} {r['text_mode']:<5} {r['depth']:>5} {r['hidden']:>6} {r['heads']:>5} "
+        depth = f"{r['depth']}+{r['single_depth']}" if r["single_depth"] else r["depth"]   # joint + single-stream
+        print(f"{r['model']:<18} {r['layout']:<7} {r['text_mode']:<5} {depth:>5} {r['hidden']:>6} {r['heads']:>5} "
               f"{r['params'] / 1e9:>8.2f}B {pub:>9} {r['video'] or '-':>13} {ts:>11} {tf:>10}")
     print("presets: models/presets/*.toml (their sources and what the model class simplifies: --json); "
           "a path to such a file works wherever a model name does")
@@ -70,7 +71,7 @@ def model_rows() -> list[dict]:
         T, S = video_to_tokens(name, video) if video else (None, None)
         calls = 2 if e.sampling.get("guidance") == "cfg" else 1
         rows.append({"model": name, "layout": m.layout, "text_mode": m.text_mode, "depth": m.depth,
-                     "hidden": m.hidden, "heads": m.heads, "params": param_count(m),
+                     "single_depth": m.single_depth, "text_stream": m.text_stream, "hidden": m.hidden, "heads": m.heads, "params": param_count(m),
                      "published_params": e.published.get("params"), "published_source": e.published.get("source"),
                      "video": video, "T": T, "S": S,
                      "flops_per_step": flops_per_sample(m, Shape(1, T, S)) * calls if T else None,

@@ -27,12 +27,13 @@ def mse(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 def check_shape(cfg: ModelConfig, shape: Shape, sp: int) -> tuple[ModelConfig, Shape]:
     """The full problem where it fits, else the smallest slice that keeps every sharded dim divisible."""
-    if shape.batch * shape.tokens * cfg.hidden * cfg.depth <= FULL_CHECK_BUDGET:
+    if shape.batch * shape.tokens * cfg.hidden * cfg.stack_depth <= FULL_CHECK_BUDGET:
         return cfg, shape
     # S = 4 sp keeps S sharded N ways; axial3d shards H' or W': S = sp^2 gives H' = W' = sp (token_hw).
     spatial = 4 * sp if "S" in cfg.seq_dims else sp * sp
     small = Shape(1, min(shape.frames, 2 * sp), min(shape.spatial, spatial))
-    return cfg.with_(depth=min(cfg.depth, 2)), small
+    # two blocks of each kind: single-stream blocks after the joint ones keep one of each
+    return cfg.with_(depth=min(cfg.depth, 2), single_depth=min(cfg.single_depth, 2)), small
 
 
 def oracle_errors(spec, cfg: ModelConfig, shape: Shape, dims, seed: int = 0,

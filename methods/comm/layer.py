@@ -195,6 +195,17 @@ def _reduce_scatter(x: torch.Tensor, dim: int, group: Group, tag: str) -> torch.
     return out.movedim(0, dim)
 
 
+def _all_reduce(x: torch.Tensor, group: Group, tag: str) -> torch.Tensor:
+    n = size(group)
+    if n == 1:
+        return x
+    out = x.contiguous().clone()
+    with stopwatch(group, x.device) as w:
+        dist.all_reduce(out, group=group)
+    ledger.record("all_reduce", phase(), n, nbytes(out), tag, w.elapsed)
+    return out
+
+
 def _chunk(x: torch.Tensor, dim: int, group: Group) -> torch.Tensor:
     n = size(group)
     return x if n == 1 else x.chunk(n, dim)[rank(group)]
@@ -235,6 +246,20 @@ class _ReduceScatterToSeq(Function):
     def backward(ctx, g):
         dim, group, tag = ctx.args
         return _all_gather(g, dim, group, tag), None, None, None
+
+
+class _SumReplicated(Function):
+    @staticmethod
+    def forward(ctx, x, group, tag):
+        ctx.args = (group, tag)
+        return _all_reduce(x, group, tag)
+
+    @staticmethod
+    def backward(ctx, g):
+        # The output is replicated, so each rank holds a partial gradient of it: their sum is the
+        # gradient of every rank's summand.
+        group, tag = ctx.args
+        return _all_reduce(g, group, tag), None, None
 
 
 class _Split(Function):
@@ -308,6 +333,12 @@ def gather_linear_regather(x, weight, bias, dim: int, group: Group, tag: str, re
 def reduce_scatter_to_seq(x, dim: int, group: Group, tag: str):
     """forward: reduce-scatter along `dim`; backward: all-gather along `dim` (Megatron-SP's exit from TP)."""
     return _ReduceScatterToSeq.apply(x, dim, group, tag)
+
+
+def sum_replicated(x, group: Group, tag: str):
+    """forward: all-reduce (sum of the ranks' partial outputs, whole on every rank); backward: all-reduce
+    (Megatron's row-parallel linear on a replicated input: the text stream)."""
+    return _SumReplicated.apply(x, group, tag)
 
 
 def split(x, dim: int, group: Group):
