@@ -1,6 +1,6 @@
 """The `dspbench` command: each stage registers its own sub-commands; this file only gathers them.
 
-Stages (in `dspbench --help` order): run (run, models, methods, demo), cost (predict), plan (plan), calibrate
+Stages (in `dspbench --help` order): run (run, models, methods, demo), cost (predict, evidence), plan (plan), calibrate
 (calibrate, emulate), reports (report), micro (bench-ledger, bench-switch), slurm (sweep).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The cost stage's command, `dspbench predict`; its handler imports the cost model lazily
+"""The cost stage's commands, `dspbench predict` and `dspbench evidence add`; handlers import the cost model lazily
 (so `dspbench --help` and the other commands do not pay for its imports)."""
 from __future__ import annotations
 
