@@ -1,7 +1,7 @@
 """The `dspbench` command: each stage registers its own sub-commands; this file only gathers them.
 
-Stages (in `dspbench --help` order): run (run, models, methods, demo), cost (predict), plan (plan), calibrate
-(calibrate, emulate), reports (report), micro (bench-ledger, bench-switch), slurm (sweep). It also
+Stages (in `dspbench --help` order): run (run, models, methods, demo), cost (predict, evidence), plan (plan),
+calibrate (calibrate, emulate), reports (report), micro (bench-ledger, bench-switch), slurm (sweep). It also
 hands reports the method registry (`wire_reports`), which reports may not import themselves.
 """
 from __future__ import annotations

@@ -26,13 +26,14 @@ NUMERIC = ("batch", "frames", "spatial", "hidden", "depth", "heads", "params", "
            "sp", "dp", "sample_steps", "warmup", "iters", "seed", "repeat", "step_time_median_s",
            "step_time_p10_s", "step_time_p90_s", "samples_per_s", "tokens_per_s", "mfu",
            "peak_mem_bytes", "comm_wire_bytes", "oracle_max_abs_err", "zero", "mem_budget_mib", "_line",
-           "s_per_video", "s_per_sample_step")
+           "s_per_video", "s_per_sample_step", "predicted_end_to_end_s")
 INTEGER = ("batch", "frames", "spatial", "hidden", "depth", "heads", "world_size", "gpus", "sp", "dp",
            "sample_steps", "repeat", "zero", "mem_budget_mib")
 OBJECT = ("method", "model", "mode", "dtype", "backend", "shard", "launcher", "status", "error",
           "grad_ckpt", "comm", "comm_tagged", "comm_time_s", "environ", "peak_mem_bytes_per_rank",
           "comm_formula_match", "recorded_at", "comm_formula", "oracle_errors", "source", "outcome",
-          "file", "step_times_s", "cfg", "cfg_parallel", "sp_auto", "placement")
+          "file", "step_times_s", "cfg", "cfg_parallel", "sp_auto", "placement", "compiled", "software", "hardware_profile",
+          "time_includes", "model_approximated", "published")
 
 
 def _rank(df: pd.DataFrame) -> pd.Series:
@@ -111,6 +112,7 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
     df["grad_ckpt"] = df["grad_ckpt"].fillna(False).astype(bool)
     df["cfg"] = df["cfg"].fillna(False).astype(bool)
     df["cfg_parallel"] = df["cfg_parallel"].fillna(False).astype(bool)   # records before the flag
+    df["software"] = df["software"].fillna("eager")       # eager unless said (predict --compiled, published)
     df["zero"] = df["zero"].fillna(0)
     df["mem_budget_mib"] = df["mem_budget_mib"].fillna(0)       # records before the field: no budget
     df["sp_auto"] = df["sp_auto"].fillna(False).astype(bool)

@@ -144,8 +144,9 @@ def verdict(row) -> str:
 
 SHOW = {"model": "model", "mode": "mode", "dtype": "dtype", "batch": "B", "frames": "T", "spatial": "S",
         "gpus": "GPUs", "sp": "SP", "dp": "DP", "zero": "ZeRO", "cfg": "CFG", "cfg_parallel": "CFG parallel", "source": "numbers",
-        "hardware": "hardware", "method": "method", "shard": "shard", "grad_ckpt": "ckpt"}
-ALWAYS = ("method", "frames", "spatial", "gpus", "sp", "source")
+        "hardware": "hardware", "method": "method", "shard": "shard", "grad_ckpt": "ckpt", "software": "software",
+        "device": "device", "includes": "time includes"}
+ALWAYS = ("method", "frames", "spatial", "gpus", "sp", "source", "device", "includes")   # (by source: device, includes)
 
 
 def table(df: pd.DataFrame, title: str, name: str = "compare") -> Table:

@@ -1,7 +1,9 @@
 """`dspbench compare A B [--by method|cfg] [--results DIR] [--out DIR] [--format md|csv]`.
 
 Two results folders, or (`--by method`) two methods of one folder, or (`--by cfg`, A and B each
-`batch` or `parallel`) sample-mode CFG as a batch of 2 against CFG parallelism in one folder. Prints per configuration B's
+`batch` or `parallel`) sample-mode CFG as a batch of 2 against CFG parallelism in one folder, or
+(`--by source`, A and B each measured, predicted or published) one source's numbers against another's
+on the same configurations, like with like (compare_source.py). Prints per configuration B's
 step time over A's with a 95% bootstrap interval and "~" where not significant (compare.py), and
 writes compare.md / compare.csv under --out when given.
 """
@@ -16,9 +18,10 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("a", help="results folder A (or, with --by method, method A: the base; with --by cfg, "
                              "batch or parallel)")
     p.add_argument("b", help="results folder B (or, with --by method, method B; with --by cfg, batch or parallel)")
-    p.add_argument("--by", choices=["folder", "method", "cfg"], default="folder",
-                   help="compare two folders (default), two methods of --results, or (cfg) CFG as a batch "
-                        "of 2 against CFG parallel (--cfg-parallel) at the same GPUs, per method")
+    p.add_argument("--by", choices=["folder", "method", "cfg", "source"], default="folder",
+                   help="compare two folders (default), two methods of --results, (cfg) CFG as a batch "
+                        "of 2 against CFG parallel (--cfg-parallel) at the same GPUs, per method, or (source) "
+                        "two sources of --results: measured, predicted, published, like with like")
     p.add_argument("--results", type=Path, default=None, help="with --by method or cfg: the results folder")
     p.add_argument("--out", type=Path, default=None, help="also write compare.md and compare.csv here")
     p.add_argument("--format", choices=["md", "csv"], default="md", help="what to print (default md)")
@@ -29,9 +32,11 @@ def run(args) -> int:
     from dspbench.reports.compare import GUIDANCE, by_cfg, by_method, folders, table
     from dspbench.reports.derive import enrich
     from dspbench.reports.style import label
-    if args.by in ("method", "cfg") and (args.results is None or not args.results.is_dir()):
+    if args.by in ("method", "cfg", "source") and (args.results is None or not args.results.is_dir()):
         print(f"dspbench compare: --by {args.by} needs --results DIR (got {args.results})", file=sys.stderr)
         return 2
+    if args.by == "source":
+        return by_source(args)
     if args.by == "cfg":
         if bad := [g for g in (args.a, args.b) if g not in GUIDANCE]:
             print(f"dspbench compare: --by cfg compares {' and '.join(GUIDANCE)}, got {', '.join(bad)}",
@@ -54,7 +59,26 @@ def run(args) -> int:
                 return 2
         ra, rb = (enrich(load_sweep(d).runs) for d in (args.a, args.b))
         df, title = folders(ra, rb, (str(args.a), str(args.b))), f"{args.b} vs {args.a}: step time"
-    t = table(df, title)
+    return emit(table(df, title), args)
+
+
+def by_source(args) -> int:
+    from dspbench.reports.collect import load_sweep
+    from dspbench.reports.compare import table
+    from dspbench.reports.compare_source import SIDES, by_source as pair, notes
+    from dspbench.reports.derive import enrich
+    if bad := [s for s in (args.a, args.b) if s not in SIDES] or ([args.a] if args.a == args.b else []):
+        print(f"dspbench compare: --by source compares two of {', '.join(SIDES)}, got {', '.join(bad)}",
+              file=sys.stderr)
+        return 2
+    t = table(pair(enrich(load_sweep(args.results).runs), args.a, args.b),
+              f"{args.b} vs {args.a}: the same configurations' times, like with like")
+    t.notes = notes(args.a, args.b)
+    return emit(t, args)
+
+
+def emit(t, args) -> int:
+    """Print (and with --out, write) a comparison table; 1 where nothing paired."""
     if t.empty:
         print("dspbench compare: no configuration is in both A and B (pairing on the full key)",
               file=sys.stderr)

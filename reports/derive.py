@@ -7,9 +7,9 @@ Conventions (see docs/reports.md):
   is an estimate without overlap;
 - comparisons pair rows on the full comparison key (COMPARE: model, mode, dtype, batch, T, S,
   GPUs, SP, DP, checkpointing, ZeRO stage, CFG, sampling steps, backend, emulated memory budget,
-  source, hardware) and
+  source (measured, predicted, synthetic, published), hardware, eager or compiled) and
   pick each method's best shard there: no ratio ever divides a measured number by a predicted
-  one, or numbers from two machines, models or SP degrees.
+  one (or a published one), or numbers from two machines, models or SP degrees.
 """
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from dspbench.reports.style import METRIC_STATUSES
 
 # The comparison key: two rows are compared (DSP / X, paper vs ours, A vs B) only when all agree.
 COMPARE = ("model", "mode", "dtype", "batch", "frames", "spatial", "gpus", "sp", "dp", "grad_ckpt",
-           "zero", "cfg", "cfg_parallel", "sample_steps", "backend", "mem_budget_mib", "source", "hardware")
+           "zero", "cfg", "cfg_parallel", "sample_steps", "backend", "mem_budget_mib", "source", "hardware",
+           "software")
 CONFIG = COMPARE + ("method", "shard")
 GRAD_TAGS = ("grad_sync", "dp_grad_sync")     # ledger tags of gradient synchronisation
 

@@ -53,6 +53,8 @@ def hardware_label(env, backend=None) -> str:
 
 
 def software_label(env) -> str:
+    if isinstance(env, dict) and env.get("hostnames") == ["published"]:   # a cited number: its source's software
+        return f"as published: {env.get('software') or 'unstated'}"
     parts = []
     for fact in ("dspbench", "torch", "cuda", "nccl", "python"):
         v = get(env, fact)

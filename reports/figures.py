@@ -51,6 +51,15 @@ def save(fig, folder: Path, name: str) -> dict[str, Path]:
     return paths
 
 
+SOURCE_LINES = {"predicted": "--", "published": ":"}     # measured and synthetic: solid
+
+
+def line_style(sources: pd.Series) -> str:
+    """A line's style by where its numbers come from (a panel holds one source: CONTEXT keys it)."""
+    kinds = set(sources)
+    return SOURCE_LINES.get(kinds.pop() if len(kinds) == 1 else None, "-")
+
+
 def varying_context(df: pd.DataFrame, cols=CONTEXT) -> list[str]:
     return [c for c in cols if c in df and df[c].nunique(dropna=False) > 1]
 
@@ -163,7 +172,7 @@ def plot_throughput(best: pd.DataFrame):
             err = None if (d["n_repeats"] < 2).all() else [
                 d["samples_per_s"] - d["samples_per_s_min"], d["samples_per_s_max"] - d["samples_per_s"]]
             ax.errorbar(d["gpus"], d["samples_per_s"], yerr=err, color=colour(m), marker="o", lw=2,
-                        elinewidth=3, capsize=0, ls="--" if (d["source"] == "predicted").all() else "-")
+                        elinewidth=3, capsize=0, ls=line_style(d["source"]))
         _gpu_axis(ax, best["gpus"])
         _log_if_decades(ax, g["samples_per_s"])
         ax.set(title=panel_title(key), xlabel="GPUs (world size)", ylabel="throughput (samples/s)")

@@ -74,7 +74,7 @@ def comm_table(vol: pd.DataFrame) -> Table:
 
 def facts(runs: pd.DataFrame) -> list[tuple[str, str]]:
     counts = runs["source"].value_counts()
-    src = ", ".join(f"{int(counts.get(s, 0))} {s}" for s in ("measured", "predicted", "synthetic"))
+    src = ", ".join(f"{int(counts.get(s, 0))} {s}" for s in ("measured", "predicted", "published", "synthetic"))
     hw = "; ".join(f"{h} ({s})" for s, h in sorted(set(zip(runs["source"], runs["hardware"]))))
     when = runs["recorded_at"].dropna()
     date = (f"{when.min():%Y-%m-%d %H:%M} to {when.max():%Y-%m-%d %H:%M} UTC" if not when.empty else "unknown")

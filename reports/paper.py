@@ -28,6 +28,7 @@ SOURCE_ORDER = {"measured": 0, "predicted": 1, "synthetic": 2}   # which of ours
 
 
 def _ours(best: pd.DataFrame, modes, gpus, frames, spatial, method) -> pd.Series | None:
+    best = best[best["source"] != "published"]     # published numbers are cited, not ours
     m = best[best["mode"].isin(modes) & (best["gpus"] == gpus) & (best["frames"] == frames)
              & (best["spatial"] == spatial) & (best["method"] == method)]
     if m.empty:
@@ -43,6 +44,7 @@ def _pair(speedups: pd.DataFrame, gpus, frames, spatial) -> pd.Series | None:
     if speedups.empty:
         return None
     m = speedups[(speedups["mode"] == "train") & (speedups["gpus"] == gpus) & (speedups["sp"] == gpus)
+                 & (speedups["source"] != "published")
                  & (speedups["frames"] == frames) & (speedups["spatial"] == spatial)
                  & speedups["baseline"].isin(ULYSSES)]
     if m.empty:

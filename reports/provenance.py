@@ -4,7 +4,7 @@ predicted OOM and a measured OOM share an outcome and differ by source; the ZeRO
 defaults of records older than those fields; and one label for a status with its source."""
 from __future__ import annotations
 
-SOURCES = ("measured", "predicted", "synthetic")
+SOURCES = ("measured", "predicted", "synthetic", "published")   # published: cited, not run here (cost/published.py)
 
 
 def normalise(rec: dict) -> dict:
@@ -15,9 +15,12 @@ def normalise(rec: dict) -> dict:
     rec["zero"] = rec.get("zero") or 0
     rec["cfg"] = bool(rec.get("cfg") or False)
     rec["cfg_parallel"] = bool(rec.get("cfg_parallel") or False)
+    # eager unless a record says compiled (predict --compiled, a published torch.compile column)
+    rec["software"] = "compiled" if rec.get("compiled") else "eager"
     return rec
 
 
 def status_label(outcome: str, source: str) -> str:
-    """'oom' for a measured OOM, 'predicted oom' for the cost model's: never confused."""
+    """'oom' for a measured OOM, 'predicted oom' for the cost model's, 'published ok' for a cited
+    number: never confused."""
     return outcome if source == "measured" else f"{source} {outcome}"

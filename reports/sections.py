@@ -13,11 +13,28 @@ from dspbench.reports.style import label, order
 
 
 def banner(runs: pd.DataFrame) -> list:
-    n = int((runs["source"] == "synthetic").sum()) if not runs.empty else 0
-    if not n:
-        return []
-    return [("banner", f"Synthetic data: {n} of {len(runs)} runs are synthetic fixtures (a toy cost "
-                       "model for tests and benchmarks), not measurements. Do not quote them.")]
+    """What the numbers are where not all are ours and measured: synthetic fixtures, published citations."""
+    count = lambda s: int((runs["source"] == s).sum()) if not runs.empty else 0
+    out = []
+    if count("synthetic"):
+        out.append(("banner", f"Synthetic data: {count('synthetic')} of {len(runs)} runs are synthetic fixtures "
+                              "(a toy cost model for tests and benchmarks), not measurements. Do not quote them."))
+    if count("published"):
+        out.append(("banner", f"Published data: {count('published')} of {len(runs)} rows are published measurements "
+                              f"({published_sources(runs)}), cited, not run here: labelled 'published', beside the "
+                              "measured and predicted rows, never in a ratio with them. Their times are what the "
+                              "source timed (end to end unless a row says otherwise)."))
+    return out
+
+
+def published_sources(runs: pd.DataFrame) -> str:
+    """The citations of the published rows, each with what its time includes."""
+    pub = runs[runs["source"] == "published"]
+    cites = {}
+    for p, inc in zip(pub["published"], pub["time_includes"]):
+        if isinstance(p, dict):
+            cites.setdefault(p.get("citation", "?"), inc)
+    return "; ".join(f"{c} [{inc or '?'}]" for c, inc in sorted(cites.items()))
 
 
 def status_table(runs: pd.DataFrame) -> Table:
@@ -106,8 +123,15 @@ def caveats(a) -> list[str]:
     if paired:
         out.append(f"{paired} measured run(s) also have a cost-model prediction (same run_id): the "
                    "'Predicted vs measured' table sets them side by side.")
-    if not pred and not syn and not paired:
-        out.append("Every number here is measured; none is predicted by a cost model or synthetic.")
+    pub = int(src.get("published", 0))
+    if pub:
+        out.append(f"{pub} run(s) are published measurements (cited, not run here): tables label them "
+                   "'published' in their 'numbers' column, figures draw them dotted; a published time is "
+                   "what its source timed (`time_includes`: end to end, text encoding and VAE included, "
+                   "unless said), while measured and predicted step times here are the denoising loop, so "
+                   "the two are compared only with `dspbench compare --by source`, which pairs like with like.")
+    if not pred and not syn and not paired and not pub:
+        out.append("Every number here is measured; none is predicted by a cost model, published or synthetic.")
     if not a.agg.empty and (a.agg["n_repeats"] < 2).any():
         out.append("Some configurations ran once (n=1): no spread is shown for them, and no error bars.")
     return out

@@ -16,7 +16,7 @@ NOT_APPLICABLE = "not applicable"
 ROW_NAMES = {"model": "model", "mode": "mode", "dtype": "dtype", "batch": "B", "frames": "T",
              "spatial": "S", "gpus": "GPUs", "sp": "SP", "dp": "DP", "source": "numbers",
              "hardware": "hardware", "grad_ckpt": "ckpt", "zero": "ZeRO", "cfg": "CFG", "cfg_parallel": "CFG parallel",
-             "backend": "backend", "sample_steps": "steps"}
+             "backend": "backend", "sample_steps": "steps", "software": "software"}
 
 
 def _row_keys(df: pd.DataFrame) -> list[str]:

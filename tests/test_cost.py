@@ -45,7 +45,7 @@ def source_problem(src: str) -> str | None:
     if s.startswith("measured"):    # a measurement names its committed raw data
         import re
         from pathlib import Path
-        files = re.findall(r"results/[\w./-]+\.json", src)
+        files = re.findall(r"results/[\w./-]+\.jsonl?", src)   # raw data: JSON, or JSON-lines records
         root = Path(__file__).resolve().parent.parent
         return None if files and all((root / f).is_file() for f in files) else "a measurement naming no committed results file"
     return "cites no document and table"

@@ -1,4 +1,4 @@
-"""The cost stage's command, `dspbench predict`; its handler imports the cost model lazily
+"""The cost stage's commands, `dspbench predict` and `dspbench evidence add`; handlers import the cost model lazily
 (so `dspbench --help` and the other commands do not pay for its imports)."""
 from __future__ import annotations
 
@@ -27,7 +27,26 @@ def cmd_predict(args) -> int:
     return run(args)
 
 
+def add_evidence_args(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    a = sub.add_parser("add", help="check published measurements (a source TOML) and write them as records",
+                       description="Check each source file (results/published/sources/*.toml: citation, hardware "
+                       "profile, software, what the time includes, one [[point]] per row) and write its "
+                       "records, source = published, to OUT/<name>.jsonl. Any problem: exit 2, nothing written.",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    a.add_argument("files", nargs="+", metavar="FILE", help="source TOML file(s)")
+    a.add_argument("--out", default="results/published", help="folder of the published records")
+    a.add_argument("--check", action="store_true", help="check only, write nothing")
+
+
+def cmd_evidence(args) -> int:
+    from dspbench.cost.published import cmd_evidence as run
+    return run(args)
+
+
 COMMANDS = {
     "predict": ("predict one configuration's step time and memory on a hardware profile (cost model)",
                 add_predict_args, cmd_predict),
+    "evidence": ("published GPU measurements as records (source = published), checked before written",
+                 add_evidence_args, cmd_evidence),
 }

@@ -4,8 +4,9 @@
 markers) from the measured records committed under results/gpu-h200/ (an H200, 2026-12-04), each
 predicted twice: with the datasheet profile's constant efficiency (`h200-ib`) and with the device
 curve measured on that GPU (`h200-ib-curve`, bench/cost/curve.py). Which measurements built the
-curve and which only check it is stated per row; tests/test_gpu_evidence.py keeps the page equal to
-what this writes.
+curve and which only check it is stated per row; the published points (results/published/, tuning
+and held-out apart) are bench/cost/evidence_published.py's part; tests/test_gpu_evidence.py keeps
+the page equal to what this writes.
 """
 from __future__ import annotations
 
@@ -71,9 +72,11 @@ def markdown(rows: list[dict]) -> str:
 
 
 def render() -> str:
+    """The page with both generated parts: measured on our GPU, and published (evidence_published.py)."""
+    from dspbench.cost import evidence_published
     text = DOC.read_text()
     head, rest = text.split(BEGIN, 1)
-    return head + markdown(table()) + rest.split(END, 1)[1]
+    return evidence_published.render(head + markdown(table()) + rest.split(END, 1)[1])
 
 
 def main(argv=None) -> int:

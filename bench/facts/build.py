@@ -149,7 +149,7 @@ def per_video(cfg: RunConfig, median_s: float) -> dict:
             "s_per_sample_step": median_s / cfg.sample_steps if sample else None}
 
 
-SOURCES = ("measured", "predicted", "synthetic")
+SOURCES = ("measured", "predicted", "synthetic", "published")   # published: bench/cost/published.py
 
 
 def build_record(cfg: RunConfig, outcome: Outcome, source: str = "measured") -> dict:

@@ -44,8 +44,10 @@ Fields (units in the name where it matters):
 - oracle_max_abs_err: a float, the max abs error against the single-device oracle over the output,
   the input gradient and every parameter gradient (null when not checked); oracle_errors: the
   per-part detail {"output", "grads", "input_grad", "shape", "depth"};
-- source: measured | predicted | synthetic: where the numbers came from (a `predict` record is
-  `predicted` whatever its status: a predicted `oom` is not a measured one);
+- source: measured | predicted | synthetic | published: where the numbers came from (a `predict` record is
+  `predicted` whatever its status: a predicted `oom` is not a measured one; a `published` record is a
+  cited publication's number, bench/cost/published.py: `published` {citation, framework, software,
+  configuration, split, ...}, `time_includes` end_to_end | dit_only, `model_approximated`);
 - environ: git sha and dirty flag, dspbench, torch, CUDA/NCCL versions, device names, hostnames,
   python, CPU, threads.
 """
