@@ -43,3 +43,17 @@ def test_train_records_have_no_stages_and_the_cli_prints_them(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(args + ["--vae", "nope"])
     assert e.value.code == 2 and not (tmp_path / "q.jsonl").exists()
+
+
+def test_a_datasheet_prediction_carries_its_assumed_interval_to_the_end_to_end_total():
+    """The issue's command on the exact preset: every stage, the total, and an interval whose source
+    is named (a datasheet's efficiencies are assumptions with stated ranges: bench/cost/interval.py)."""
+    cfg = RunConfig(method="ulysses", model="hunyuanvideo", frames=33, spatial=3600, video="129x720x1280",
+                    mode="sample", sample_steps=50, gpus=8, sp=8, shard="S", dtype="bf16")
+    rec = predicted_record(cfg, load_profile("h100-ib"))
+    assert set(rec["predicted_stages_s"]) == {"text_encode", "denoise", "vae_decode"}
+    lo, hi = rec["pipeline"]["end_to_end_interval_s"]
+    assert lo < rec["predicted_end_to_end_s"] < hi
+    assert rec["step_time_low_s"] < rec["step_time_median_s"] < rec["step_time_high_s"]
+    assert rec["interval_source"].startswith("assumed: datasheet profile")
+    assert hi - lo == pytest.approx(rec["step_time_high_s"] - rec["step_time_low_s"])   # the fixed stages add no spread

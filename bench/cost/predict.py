@@ -19,7 +19,7 @@ from dspbench.facts.build import Outcome, build_record, per_video, unsupported_r
 from dspbench.records.config import RunConfig, flops_factors
 from dspbench.cost.model import predict
 from dspbench.cost.hardware import Profile, available_profiles, load_profile
-from dspbench.cost.interval import ratio_interval, step_interval
+from dspbench.cost.interval import knobs, ratio_interval, step_interval, with_assumed_spread
 from dspbench.methods.comm.ledger import untag
 from dspbench.models import Shape, get_config
 from dspbench.models.params import flops_per_sample
@@ -95,15 +95,21 @@ def _placement(cfg: RunConfig, profile: Profile) -> dict:
     return Dims(sp=int(cfg.sp), dp=cfg.dp, cfg=cfg.cfg_degree).placement([f"node{r // g}" for r in range(cfg.gpus)])
 
 
-INTERVAL_FIELDS = ("step_time_low_s", "step_time_high_s", "ratio_to_dsp", "ratio_to_dsp_low", "ratio_to_dsp_high")
+INTERVAL_FIELDS = ("step_time_low_s", "step_time_high_s", "ratio_to_dsp", "ratio_to_dsp_low", "ratio_to_dsp_high",
+                   "interval_source")
 
 
 def intervals(cfg: RunConfig, profile: Profile, compiled: bool = False) -> dict:
-    """Step time's interval from the calibration's measured spread (bench/cost/interval.py; None on a
-    datasheet profile), and this step / DSP's at the same configuration with its interval."""
+    """Step time's interval from the calibration's measured spread, or on a datasheet profile from its
+    assumptions' stated ranges (bench/cost/interval.py; `interval_source` says which; a calibrated
+    profile without a spread: none), and this step / DSP's at the same configuration with its interval."""
     step = lambda prof: predict(cfg, prof, compiled).step_s
-    iv = step_interval(step, profile)
     out = dict.fromkeys(INTERVAL_FIELDS)
+    if profile.kind == "datasheet":     # its efficiencies are assumptions: their stated ranges, as `plan` uses
+        profile, out["interval_source"] = with_assumed_spread(profile)
+    elif knobs(profile):
+        out["interval_source"] = f"measured: calibration spread of {profile.name}"
+    iv = step_interval(step, profile)
     if iv:
         out["step_time_low_s"], out["step_time_high_s"] = iv
     from dataclasses import replace
@@ -219,4 +225,9 @@ def summary(rec: dict) -> str:
         line += (f"\nwhole pipeline (predicted): text encode {st['text_encode']:.2f} s + denoise {st['denoise']:.2f} s "
                  f"(the DiT alone, all steps) + VAE decode {st['vae_decode']:.2f} s ({rec['pipeline']['vae_variant']}) "
                  f"= {rec['predicted_end_to_end_s']:.2f} s per video")
+        iv = rec["pipeline"].get("end_to_end_interval_s")
+        line += f" [{iv[0]:.2f}-{iv[1]:.2f}]" if iv else ""
+    if rec.get("step_time_low_s") is not None:
+        line += (f"\ninterval: step {rec['step_time_low_s'] * 1e3:.1f}-{rec['step_time_high_s'] * 1e3:.1f} ms "
+                 f"({rec['interval_source']})")
     return line
