@@ -219,3 +219,32 @@ def test_check_matches_records_by_run_id_and_ranks_them(done_when):
     assert got["measured"] == 3 and got["gap"] == pytest.approx(0.1)
     assert got["top"].startswith(rows[0]["method"]) and got["fastest"].startswith(rows[1]["method"])
     assert got["kendall_tau"] == pytest.approx(1 / 3)
+
+
+def test_emitted_sweep_repeats_and_check_takes_every_repeat(tmp_path, capsys):
+    """`--repeats N` measures each configuration N times (one run_id per repeat); check matches all of
+    them to the plan's row (ranked at repeat 0) and scores the median."""
+    from dspbench.plan.check import compare
+    from dspbench.slurm.plan import expand
+    from dspbench.slurm.spec import load_sweep
+    out = tmp_path / "plan.toml"
+    argv = ["plan", "--model", "stdit-tiny", "--frames", "8", "--spatial", "16", "--gpus", "4", "--hardware", "h100-ib",
+            "--methods", "dsp,ulysses", "--top", "1", "--emit-sweep", str(out), "--repeats", "3"]
+    doc = run_json(capsys, argv)
+    assert "--repeats 3" in doc["command"]
+    cfgs = expand(load_sweep(str(out)))
+    chosen = sorted({1} | set(doc["best_per_method"].values()))
+    assert len(cfgs) == 3 * len(chosen) and {c.repeat for c in cfgs} == {0, 1, 2}
+    assert {replace(c, repeat=0, launcher="local").run_id() for c in cfgs} == \
+        {RunConfig(**doc["rows"][i - 1]["config"]).run_id() for i in chosen}
+    speeds = {0: (1.0, 3.0, 2.0), 1: (5.0, 4.0, 6.0)}       # per chosen row, per repeat
+    recs = [{**c.to_dict(), "run_id": c.run_id(), "status": "ok", "source": "measured",
+             "samples_per_s": speeds[chosen.index(next(i for i in chosen if RunConfig(
+                 **doc["rows"][i - 1]["config"]).run_id() == replace(c, repeat=0).run_id()))][c.repeat],
+             "step_time_median_s": 0.1, "comm_time_s": {"all_to_all.fwd": 0.01}}
+            for c in cfgs]
+    got = compare(doc, recs)
+    assert [(x["repeats"], x["measured"], x["measured_min"], x["measured_max"]) for x in got["rows"]] == \
+        [(3, 2.0, 1.0, 3.0), (3, 5.0, 4.0, 6.0)]
+    assert got["rows"][0]["measured_comm_s"] == pytest.approx(0.01) and got["gap"] == pytest.approx(1.5)
+    assert main(["plan"] + argv[1:-2] + ["--repeats", "0"]) == 2

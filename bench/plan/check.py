@@ -2,7 +2,9 @@
 the records of the sweep it emitted, matched by run_id. Per shape: plan's top choice among the
 measured rows, the measured fastest, the measured gap between them, and Kendall's tau between
 the predicted and the measured order.
-    python -m dspbench.plan.check PLAN.json RESULTS_DIR [--md OUT.md]
+    python -m dspbench.plan.check PLAN.json RESULTS_DIR [--md OUT.md] [--json OUT.json]
+A configuration measured several times (the sweep's `repeats`, one run_id each) is matched at every
+repeat and scored by its median.
 """
 from __future__ import annotations
 
@@ -35,19 +37,41 @@ def measured_score(rec: dict, metric: str) -> float:
     return 1 / rec["step_time_median_s"] if metric == LATENCY else rec["samples_per_s"]
 
 
+def plan_run_id(rec: dict) -> str:
+    """The run_id a record has at repeat 0: a plan row's configuration is ranked at repeat 0, and a
+    sweep with `repeats = N` measures it N times under N run_ids (the repeat index is in the run_id)."""
+    if not rec.get("repeat"):
+        return rec["run_id"]
+    from dataclasses import fields, replace
+    known = {f.name for f in fields(RunConfig)}
+    return replace(RunConfig(**{k: v for k, v in rec.items() if k in known}), repeat=0).run_id()
+
+
+def measured_comm_s(rec: dict) -> float | None:
+    """The instrumented step's communication time (the ledger's per-op seconds, summed), if recorded."""
+    t = rec.get("comm_time_s")
+    return sum(t.values()) if isinstance(t, dict) else None
+
+
 def compare(doc: dict, records: list[dict]) -> dict:
     by_id = {}
     for rec in records:
         if rec.get("status") == "ok" and rec.get("source", "measured") == "measured":
-            by_id.setdefault(rec["run_id"], []).append(rec)
+            by_id.setdefault(plan_run_id(rec), []).append(rec)
     rows = []
     for r in doc["rows"]:
         recs = by_id.get(RunConfig(**r["config"]).run_id())
         if recs:
-            scores = sorted(measured_score(x, doc["metric"]) for x in recs)
+            recs = sorted(recs, key=lambda x: measured_score(x, doc["metric"]))
+            scores = [measured_score(x, doc["metric"]) for x in recs]
+            mid = recs[len(recs) // 2]
             rows.append({"rank": r["rank"], "config": _describe(r), "predicted": r["score"],
                          "predicted_low": r["score_low"], "predicted_high": r["score_high"],
-                         "measured": scores[len(scores) // 2], "repeats": len(scores)})
+                         "measured": scores[len(scores) // 2], "measured_min": scores[0], "measured_max": scores[-1],
+                         "repeats": len(scores),
+                         "predicted_step_s": r.get("step_time_s"), "predicted_compute_s": r.get("compute_s"),
+                         "predicted_comm_s": r.get("comm_s"), "predicted_exposed_comm_s": r.get("exposed_comm_s"),
+                         "measured_step_s": mid.get("step_time_median_s"), "measured_comm_s": measured_comm_s(mid)})
     if not rows:
         return {"rows": [], "note": "no measured record matches a ranked row"}
     top = rows[0]
@@ -72,12 +96,24 @@ def markdown(doc: dict, result: dict) -> str:
     out += [f"plan's top choice (measured rows): {result['top']}; measured fastest: {result['fastest']}; "
             f"measured gap {result['gap']:+.1%}; Kendall's tau {_tau(result['kendall_tau'])} "
             f"over {result['measured']} measured of {result['ranked']} ranked", "",
-            f"| plan rank | configuration | predicted {unit} [interval] | measured {unit} (median) | pred/meas |",
-            "|---|---|---|---|---|"]
+            f"| plan rank | configuration | predicted {unit} [interval] | measured {unit} median [min-max] (n) "
+            "| pred/meas | predicted step s (compute + comm, exposed) | measured step s (instrumented comm) |",
+            "|---|---|---|---|---|---|---|"]
     out += [f"| {x['rank']} | {x['config']} | {x['predicted']:.3g} "
             f"[{x['predicted_low']:.3g}-{x['predicted_high']:.3g}] | "
-            f"{x['measured']:.3g} (n={x['repeats']}) | {x['predicted'] / x['measured']:.2f} |" for x in result["rows"]]
+            f"{x['measured']:.3g} [{x['measured_min']:.3g}-{x['measured_max']:.3g}] (n={x['repeats']}) | "
+            f"{x['predicted'] / x['measured']:.2f} | {_stage(x)} | {_s(x['measured_step_s'])} "
+            f"({_s(x['measured_comm_s'])}) |" for x in result["rows"]]
     return "\n".join(out) + "\n"
+
+
+def _s(v) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def _stage(x: dict) -> str:
+    return (f"{_s(x['predicted_step_s'])} ({_s(x['predicted_compute_s'])} + {_s(x['predicted_comm_s'])}, "
+            f"{_s(x['predicted_exposed_comm_s'])})")
 
 
 def _tau(t: float | None) -> str:
@@ -89,6 +125,7 @@ def main(argv=None) -> int:
     ap.add_argument("plan", type=Path, help="the plan document (plan --json > FILE, or --report's plan.json)")
     ap.add_argument("results", type=Path, help="the emitted sweep's results folder")
     ap.add_argument("--md", type=Path, default=None, help="also write the comparison as markdown here")
+    ap.add_argument("--json", type=Path, default=None, help="also write the comparison as JSON here")
     a = ap.parse_args(argv)
     doc = json.loads(a.plan.read_text())
     records, _ = read_dir(a.results)
@@ -97,6 +134,8 @@ def main(argv=None) -> int:
     print(text, end="")
     if a.md:
         a.md.write_text(text)
+    if a.json:
+        a.json.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     return 0
 
 

@@ -43,6 +43,9 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     o.add_argument("--emit-sweep", default=None, metavar="FILE.toml",
                    help="write a sweep spec measuring the top K and each method's best")
     o.add_argument("--cluster", default="local", help="the emitted sweep's cluster profile (slurm/clusters/)")
+    o.add_argument("--repeats", type=int, default=1,
+                   help="the emitted sweep's [sweep] repeats: each configuration measured N times (plan.check "
+                        "takes the median), so noise does not decide the measured order")
     o.add_argument("--report", default=None, metavar="DIR",
                    help="write plan.json and render the report (table, frontier and crossover figures) in DIR")
 

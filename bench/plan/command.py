@@ -22,6 +22,8 @@ def request_of(args, profile: Profile) -> Request:
     args.backend = args.backend or ("nccl" if gpu else "gloo")
     if args.top < 1:
         raise ValueError(f"--top must be >= 1, got {args.top}")
+    if args.repeats < 1:
+        raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
     methods = all_methods() if args.methods == "all" else tuple(m.strip() for m in args.methods.split(",") if m.strip())
     if not methods:
         raise ValueError("--methods: give all or a comma-separated list of methods")
@@ -72,6 +74,8 @@ def command_line(args) -> str:
              "--top", str(args.top)]
     for w in args.what_if:
         parts += ["--what-if", w]
+    if args.emit_sweep and args.repeats != 1:
+        parts += ["--repeats", str(args.repeats)]
     return shlex.join(parts)
 
 
@@ -96,7 +100,7 @@ def run(args) -> int:
     doc["command"] = command_line(args)
     if args.emit_sweep:
         from dspbench.plan.emit import sweep_text, write_sweep
-        write_sweep(args.emit_sweep, sweep_text(doc, args.top, args.cluster, doc["command"]))
+        write_sweep(args.emit_sweep, sweep_text(doc, args.top, args.cluster, doc["command"], args.repeats))
     if args.report:
         from dspbench.plan.report import write_report
         write_report(doc, args.report)

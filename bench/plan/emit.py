@@ -31,7 +31,7 @@ def _toml(v) -> str:
     return repr(v)
 
 
-def sweep_text(doc: dict, top: int, cluster: str, command: str) -> str:
+def sweep_text(doc: dict, top: int, cluster: str, command: str, repeats: int = 1) -> str:
     rows = chosen(doc, top)
     cfg = rows[0]["config"]
     default = RunConfig()
@@ -45,7 +45,7 @@ def sweep_text(doc: dict, top: int, cluster: str, command: str) -> str:
              f"#   dspbench sweep FILE --dry-run; dspbench sweep FILE --executor slurm",
              "[sweep]", f"name = {_toml(_safe(name))}",
              f"description = {_toml(description)}",
-             f"cluster = {_toml(cluster)}", "repeats = 1", f"configs_per_job = {len(rows)}", "", "[fixed]"]
+             f"cluster = {_toml(cluster)}", f"repeats = {int(repeats)}", f"configs_per_job = {len(rows)}", "", "[fixed]"]
     lines += [f"{k} = {_toml(cfg[k])}" for k in fixed]
     for r in rows:
         lines += ["", f"# rank {r['rank']}: predicted {doc['metric']} {_metric(r, doc)}",
