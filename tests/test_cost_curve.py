@@ -33,6 +33,10 @@ def test_the_fit_recovers_a_known_curve_through_the_probe_latency():
     assert table["gemm_half_flops"] == pytest.approx(half, rel=0.6)     # loosely fixed where the latency dominates
     assert latency["gemm_probe_latency_s"] == pytest.approx(lat, rel=0.1)
     assert table["host_s_per_kernel"] == pytest.approx(2e-5)
+    # a CPU rehearsal against a GPU peak: fractions of 1e-5 keep their digits (never rounded to zero)
+    slow, _ = cv.fit_curve({"gemm": {k: v * 1e-5 for k, v in gemm.items()}, "attn": {k: v * 1e-5 for k, v in attn.items()},
+                            "call_s": 1e-4, "call_kernels": 5}, peak)
+    assert 0 < slow["gemm_peak_fraction"] < 1e-4 and 0 < slow["attn_peak_fraction"] < 1e-4
 
 
 def sample(model="full3d-1.3b", frames=21, spatial=1560, **kw):

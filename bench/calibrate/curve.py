@@ -184,7 +184,7 @@ def write_curve_profile(res: dict, base: str, out: str, source: str) -> None:
     table, latency = fit_curve(res, float(prof.peak_flops[res["dtype"]]))
     if res.get("vae"):
         fractions = [v["flops"] / v["decode_s"] / prof.peak_flops[res["dtype"]] for v in res["vae"]]
-        table["conv_peak_fraction"] = round(statistics.median(fractions), 4)
+        table["conv_peak_fraction"] = float(f"{statistics.median(fractions):.4g}")
     raw["name"], raw["kind"] = f"{prof.name}-curve", "calibrated"
     raw.setdefault("compute", {})["curve"] = table
     raw.setdefault("sources", {})["compute.curve"] = (

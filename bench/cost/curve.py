@@ -105,8 +105,10 @@ def fit_curve(probe: dict, peak_flops: float) -> dict:
         raise ValueError("the curve probe needs at least three GEMM and three attention points to fit a curve")
     ga, gh, glat = _fit_with_latency(gemm)
     aa, ah, alat = _fit_with_latency(attn)
-    table = {"gemm_peak_fraction": round(ga / peak_flops, 4), "gemm_half_flops": float(f"{gh:.3g}"),
-             "attn_peak_fraction": round(aa / peak_flops, 4), "attn_half_len": float(f"{ah:.3g}"),
+    # four significant figures, not decimals: a CPU rehearsal's fractions of a GPU peak are ~1e-4 and
+    # must not round to zero
+    table = {"gemm_peak_fraction": float(f"{ga / peak_flops:.4g}"), "gemm_half_flops": float(f"{gh:.3g}"),
+             "attn_peak_fraction": float(f"{aa / peak_flops:.4g}"), "attn_half_len": float(f"{ah:.3g}"),
              "host_s_per_kernel": float(f"{probe['call_s'] / probe.get('call_kernels', 5):.3g}"),
              "call_host_s": float(f"{probe['call_s']:.3g}")}
     return table, {"gemm_probe_latency_s": glat, "attn_probe_latency_s": alat}
