@@ -89,3 +89,11 @@ def test_the_dtype_names_of_the_schema_are_the_ones_the_model_maps_onto_torch():
     from dspbench.records.config import DTYPES
     assert set(DTYPES) == set(TORCH_DTYPES)
     assert [dtype_size(d) for d in ("fp32", "bf16", "fp16")] == [4, 2, 2] and dtype_size(TORCH_DTYPES["bf16"]) == 2
+
+
+def test_the_schema_choices_are_the_ones_the_methods_accept():
+    """records states a2a and pad choices torch-free (it imports no methods): they must stay the methods'."""
+    from dspbench.methods import padding
+    from dspbench.methods.comm import layer
+    from dspbench.records.config import A2A_STYLES, PAD_MODES
+    assert A2A_STYLES == layer.A2A_STYLES and PAD_MODES == padding.PAD_MODES

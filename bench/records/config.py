@@ -10,8 +10,8 @@ DTYPES = ("fp32", "bf16", "fp16")
 BACKENDS = ("gloo", "nccl")
 LAUNCHERS = ("local", "torchrun", "env", "slurm")
 STATUSES = ("ok", "unsupported", "oom", "timeout", "error")
-A2A_STYLES = ("single", "list")   # == methods.comm.A2A_STYLES (torch-free here)
-PAD_MODES = ("never", "auto")     # == methods.padding.PAD_MODES
+A2A_STYLES = ("single", "list")   # == methods/comm/layer.py A2A_STYLES (records imports no methods; tested)
+PAD_MODES = ("never", "auto")     # == methods/padding.py PAD_MODES (tested)
 ZERO_STAGES = (0, 1, 2)
 
 # Fields that define what is measured: they make the run_id. Where and how it is launched do not.
