@@ -51,10 +51,13 @@ class Plan:
 
 # ---------------------------------------------------------------- expansion
 def expand(spec: SweepSpec, launcher: str = "local") -> list[RunConfig]:
+    """Every point of the spec, repeat-major: all configurations at repeat 0, then all at repeat 1, ...
+    so a configuration's repeats are spread over the sweep's time and a busy minute on a shared
+    machine spoils one repeat of several configurations, not every repeat of one."""
     seen: dict[str, RunConfig] = {}
-    for i, grid in enumerate(spec.grids):
-        for combo in _combos(grid):
-            for repeat in range(spec.repeats):
+    for repeat in range(spec.repeats):
+        for i, grid in enumerate(spec.grids):
+            for combo in _combos(grid):
                 cfg = _config(spec, i, {**spec.fixed, **combo, "launcher": launcher, "repeat": repeat})
                 old = seen.setdefault(cfg.run_id(), cfg)
                 if old != cfg:   # identical points (overlapping grids) merge; near-identical ones are a mistake

@@ -204,9 +204,15 @@ def test_report_renders_table_figures_and_banner(tmp_path, capsys):
 
 
 def test_check_matches_records_by_run_id_and_ranks_them(done_when):
-    from dspbench.plan.check import compare, kendall_tau
+    from dspbench.plan.check import compare, kendall_tau, kendall_tau_a
     assert kendall_tau([3, 2, 1], [30, 20, 10]) == 1 and kendall_tau([3, 2, 1], [10, 20, 30]) == -1
     assert kendall_tau([3, 2, 1], [20, 30, 10]) == pytest.approx(1 / 3)
+    # a tie the plan declares (two rows priced the same) is left out, not counted as a miss:
+    # 5 concordant pairs of 5 the prediction orders, 6 the measurement orders -> 5 / sqrt(30) (scipy's tau-b)
+    assert kendall_tau([3, 2, 2, 1], [40, 30, 20, 10]) == pytest.approx(5 / 30 ** 0.5)
+    assert kendall_tau_a([3, 2, 2, 1], [40, 30, 20, 10]) == pytest.approx(5 / 6)
+    assert kendall_tau([3, 2, 2, 1], [10, 30, 20, 40]) == pytest.approx(-5 / 30 ** 0.5)
+    assert kendall_tau([1, 1], [2, 3]) is None
     rows = []
     for r in done_when["rows"]:            # three rows with distinct predictions (a tie counts as neither)
         if len(rows) < 3 and all(r["score"] < x["score"] for x in rows):
@@ -248,3 +254,21 @@ def test_emitted_sweep_repeats_and_check_takes_every_repeat(tmp_path, capsys):
         [(3, 2.0, 1.0, 3.0), (3, 5.0, 4.0, 6.0)]
     assert got["rows"][0]["measured_comm_s"] == pytest.approx(0.01) and got["gap"] == pytest.approx(1.5)
     assert main(["plan"] + argv[1:-2] + ["--repeats", "0"]) == 2
+
+
+def test_summary_recomputes_the_committed_validation_from_its_records(tmp_path, capsys):
+    """The README's validation table is generated from the records (plan.summary), so a change to the
+    check's statistics shows there; the bar is judged over every shape, not per shape."""
+    from dspbench.plan.summary import main as summary, shape_row, verdict
+    root = Path(__file__).resolve().parents[1] / "results" / "plan-validation"
+    quiet, missed = root / "1gbit-stdit-tiny-T4-S256", root / "1gbit-stdit-tiny-T8-S128"
+    row = shape_row(quiet)
+    assert row["top"] == row["fastest"] and row["gap"] == 0 and row["measured"] == 14
+    assert row["tau"] == pytest.approx(0.88, abs=0.005) and row["tau_a"] == pytest.approx(0.86, abs=0.005)
+    assert verdict([row]) == {"shapes": 1, "within": 1, "mean_tau": row["tau"], "mean_tau_a": row["tau_a"]}
+    assert summary([str(quiet), str(missed)]) == 0
+    out = capsys.readouterr().out
+    assert "+52.0%" in out and "within 5%: 1 of 2" in out and "NOT met" in out
+    with pytest.raises(SystemExit) as e:
+        summary([str(quiet), str(tmp_path)])
+    assert e.value.code == 2 and str(tmp_path) in capsys.readouterr().err

@@ -115,9 +115,12 @@ def test_every_point_has_the_run_id_of_its_config_and_repeats_differ(tmp_path):
                      + "[[grid]]\nmethod = ['dsp', 'ring']\nzip = { gpus = [2, 4], sp = [2, 4] }\n")
     cfgs = expand(load_sweep(str(path)))
     assert len(cfgs) == 2 * 2 * 2
-    assert [c.repeat for c in cfgs[:2]] == [0, 1]
+    # repeat-major: every configuration once, then every one again (a busy minute spoils one repeat
+    # of several configurations, not all repeats of one)
+    assert [c.repeat for c in cfgs] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert [replace(c, repeat=0).run_id() for c in cfgs[4:]] == [c.run_id() for c in cfgs[:4]]
     first = RunConfig(method="dsp", model="stdit-tiny", frames=4, spatial=16, gpus=2, sp=2, warmup=0, iters=1)
-    assert cfgs[0].run_id() == first.run_id() != cfgs[1].run_id()
+    assert cfgs[0].run_id() == first.run_id() != cfgs[4].run_id()
     assert expand(load_sweep(str(path))) == cfgs          # stable
 
 

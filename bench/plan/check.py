@@ -1,7 +1,7 @@
 """A plan against its measurement: the plan document (`plan --json` or `--report`'s plan.json) and
 the records of the sweep it emitted, matched by run_id. Per shape: plan's top choice among the
-measured rows, the measured fastest, the measured gap between them, and Kendall's tau between
-the predicted and the measured order.
+measured rows, the measured fastest, the measured gap between them, and Kendall's tau (tau-b, ties
+in the prediction left out; tau-a beside it) between the predicted and the measured order.
     python -m dspbench.plan.check PLAN.json RESULTS_DIR [--md OUT.md] [--json OUT.json]
 A configuration measured several times (the sweep's `repeats`, one run_id each) is matched at every
 repeat and scored by its median.
@@ -18,18 +18,33 @@ from dspbench.records.io import read_dir
 LATENCY = "seconds per video"
 
 
+def _pair_signs(predicted: list[float], measured: list[float]):
+    for i in range(len(predicted)):
+        for j in range(i + 1, len(predicted)):
+            yield _sign(predicted[i] - predicted[j]), _sign(measured[i] - measured[j])
+
+
+def _sign(x: float) -> int:
+    return (x > 0) - (x < 0)
+
+
 def kendall_tau(predicted: list[float], measured: list[float]) -> float | None:
-    """tau-a over every pair: (concordant - discordant) / pairs; a tie in either counts as neither."""
-    n = len(predicted)
-    pairs = n * (n - 1) // 2
-    if pairs == 0:
+    """tau-b (the usual Kendall's tau, scipy's default): (concordant - discordant) / sqrt(pairs not tied
+    in the prediction x pairs not tied in the measurement). Rows the cost model prices identically
+    (dsp and dsp_hybrid, Ulysses and its DeepSpeed and USP forms move the same bytes) are a tie the
+    plan declares: tau-b leaves those pairs out instead of counting them as misses, as tau-a does."""
+    signs = list(_pair_signs(predicted, measured))
+    untied_p = sum(1 for a, _ in signs if a)
+    untied_m = sum(1 for _, b in signs if b)
+    if not untied_p or not untied_m:
         return None
-    s = 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            a, b = predicted[i] - predicted[j], measured[i] - measured[j]
-            s += (a * b > 0) - (a * b < 0)
-    return s / pairs
+    return sum(a * b for a, b in signs) / (untied_p * untied_m) ** 0.5
+
+
+def kendall_tau_a(predicted: list[float], measured: list[float]) -> float | None:
+    """tau-a over every pair: (concordant - discordant) / pairs; a tie in either counts as neither."""
+    signs = list(_pair_signs(predicted, measured))
+    return sum(a * b for a, b in signs) / len(signs) if signs else None
 
 
 def measured_score(rec: dict, metric: str) -> float:
@@ -79,6 +94,7 @@ def compare(doc: dict, records: list[dict]) -> dict:
     return {"rows": rows, "top": top["config"], "fastest": fastest["config"],
             "gap": fastest["measured"] / top["measured"] - 1,
             "kendall_tau": kendall_tau([x["predicted"] for x in rows], [x["measured"] for x in rows]),
+            "kendall_tau_a": kendall_tau_a([x["predicted"] for x in rows], [x["measured"] for x in rows]),
             "metric": doc["metric"], "measured": len(rows), "ranked": len(doc["rows"])}
 
 
@@ -94,7 +110,8 @@ def markdown(doc: dict, result: dict) -> str:
     if not result["rows"]:
         return "\n".join(out + [result["note"]]) + "\n"
     out += [f"plan's top choice (measured rows): {result['top']}; measured fastest: {result['fastest']}; "
-            f"measured gap {result['gap']:+.1%}; Kendall's tau {_tau(result['kendall_tau'])} "
+            f"measured gap {result['gap']:+.1%}; Kendall's tau-b {_tau(result['kendall_tau'])} "
+            f"(tau-a {_tau(result.get('kendall_tau_a'))}) "
             f"over {result['measured']} measured of {result['ranked']} ranked", "",
             f"| plan rank | configuration | predicted {unit} [interval] | measured {unit} median [min-max] (n) "
             "| pred/meas | predicted step s (compute + comm, exposed) | measured step s (instrumented comm) |",

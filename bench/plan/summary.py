@@ -1,0 +1,78 @@
+"""Plan checks of several shapes in one table: per folder (plan.json + the emitted sweep's results/),
+plan's top choice, the measured fastest, the gap, Kendall's tau, and how noisy the measurement was;
+then the issue's bar over all of them (top choice fastest or within 5%, mean tau).
+    python -m dspbench.plan.summary FOLDER [FOLDER ...] [--md OUT.md]
+Every number is recomputed from the records (plan.check), never copied from an earlier check.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from dspbench.plan.check import compare
+from dspbench.records.io import read_dir
+
+WITHIN = 0.05        # the bar: plan's top choice measured fastest, or within 5% of it
+NOISY = 0.60         # a row whose repeats spread more than this (micro/noise.py's bound) is flagged
+
+
+def shape_row(folder: Path) -> dict:
+    doc = json.loads((folder / "plan.json").read_text())
+    result = compare(doc, read_dir(folder / "results")[0])
+    rows = result["rows"]
+    spreads = [(x["measured_max"] - x["measured_min"]) / x["measured"] for x in rows]
+    return {"folder": folder.name, "hardware": doc["hardware"], "workload": doc["workload"],
+            "top": result.get("top"), "fastest": result.get("fastest"), "gap": result.get("gap"),
+            "tau": result.get("kendall_tau"), "tau_a": result.get("kendall_tau_a"),
+            "measured": len(rows), "ranked": len(doc["rows"]),
+            "worst_spread": max(spreads, default=None), "noisy_rows": sum(s > NOISY for s in spreads)}
+
+
+def verdict(rows: list[dict]) -> dict:
+    scored = [r for r in rows if r["tau"] is not None]
+    return {"shapes": len(rows), "within": sum(r["gap"] is not None and r["gap"] <= WITHIN for r in rows),
+            "mean_tau": statistics.fmean(r["tau"] for r in scored) if scored else None,
+            "mean_tau_a": statistics.fmean(r["tau_a"] for r in scored) if scored else None}
+
+
+def markdown(rows: list[dict]) -> str:
+    out = ["| folder | hardware profile | plan's top choice | measured fastest | gap | tau-b | tau-a "
+           "| rows measured (of ranked) | worst spread | rows spread > 60% |", "|---|---|---|---|---|---|---|---|---|---|"]
+    out += [f"| {r['folder']} | {r['hardware']} | {r['top']} | {r['fastest']} | {_pct(r['gap'])} | "
+            f"{_num(r['tau'])} | {_num(r['tau_a'])} | {r['measured']} ({r['ranked']}) | "
+            f"{_pct(r['worst_spread'], sign=False)} | {r['noisy_rows']} |" for r in rows]
+    v = verdict(rows)
+    met = v["within"] == v["shapes"] and v["mean_tau"] is not None and v["mean_tau"] >= 0.8
+    out += ["", f"shapes: {v['shapes']}; top choice measured fastest or within {WITHIN:.0%}: {v['within']} of "
+            f"{v['shapes']}; mean tau-b {_num(v['mean_tau'])} (tau-a {_num(v['mean_tau_a'])}); "
+            f"the bar (every shape within {WITHIN:.0%}, mean tau >= 0.8): {'met' if met else 'NOT met'}"]
+    return "\n".join(out) + "\n"
+
+
+def _num(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def _pct(v, sign: bool = True) -> str:
+    return "-" if v is None else (f"{v:+.1%}" if sign else f"{v:.0%}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folders", type=Path, nargs="+", help="folders holding plan.json and results/")
+    ap.add_argument("--md", type=Path, default=None, help="also write the table here")
+    a = ap.parse_args(argv)
+    missing = [str(f) for f in a.folders if not (f / "plan.json").is_file() or not (f / "results").is_dir()]
+    if missing:
+        ap.error(f"no plan.json or results/ in: {', '.join(missing)}")
+    text = markdown([shape_row(f) for f in a.folders])
+    print(text, end="")
+    if a.md:
+        a.md.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Issue 25's plan validation at one inter-node rate, start to end, as root from the repository root:
+# the emulated 2-node x 2-rank SLURM cluster up at RATE, one calibration (the tiers recipe, under srun,
+# written to OUT/profile-RATE/), then for each held-out shape T:S of stdit-tiny: `plan --top 3
+# --emit-sweep --repeats 3`, the emitted sweep on SLURM, a wait for its jobs, `plan.check`; the cluster
+# down at the end. Nothing is fit: the profile is measured once, before any shape runs.
+#   bash results/plan-validation/rerun.sh RATE OUT T:S [T:S ...]     e.g. 200mbit results/plan-validation/q-200mbit 32:64 4:512
+# Each shape's folder OUT/<rate>-stdit-tiny-T<T>-S<S>/ gets plan.json, sweep.toml, results/, check.md,
+# check.json and run.log (the load average when its sweep started and ended).
+set -Eeuo pipefail
+RATE=${1:?RATE (200mbit, 1gbit)}; OUT=${2:?OUT folder}; shift 2
+(($# > 0)) || { echo "rerun.sh: name at least one shape T:S" >&2; exit 2; }
+PY=$PWD/.venv/bin/python
+CLUSTER="bash slurm/local_cluster.sh"
+PROFILE=$OUT/profile-$RATE/tiers-profile.toml
+stamp() { echo "== $(date -u +%FT%TZ) $1; load: $(cat /proc/loadavg)"; }
+
+mkdir -p "$OUT/profile-$RATE"
+$CLUSTER up --nodes 2 --ranks-per-node 2 --inter "$RATE"
+trap '$CLUSTER down' EXIT
+bash slurm/multinode.sh status
+
+if [[ ! -f $PROFILE ]]; then
+    { stamp "calibrate start"
+      $CLUSTER exec srun -N 2 --ntasks-per-node 2 --kill-on-bad-exit=1 -t 21 \
+          "$PY" -m dspbench.cli calibrate --launcher slurm --tiers --gpus 4 --gpus-per-node 2 \
+          --nics-per-node 1 --sizes 128K,512K,2M,4M --iters 5 --model stdit-tiny --frames 16 --spatial 256 \
+          --sp 4 --threads 1 --name "emulated-tiers-$RATE-quiet" --output "$PROFILE"
+      stamp "calibrated"; } 2>&1 | tee "$OUT/profile-$RATE/calibrate.log"
+fi
+
+for shape in "$@"; do
+    T=${shape%%:*}; S=${shape##*:}
+    P=$OUT/$RATE-stdit-tiny-T$T-S$S
+    mkdir -p "$P"
+    "$PY" -m dspbench.cli plan --model stdit-tiny --frames "$T" --spatial "$S" --mode train --gpus 4 \
+        --hardware "$PROFILE" --top 3 --emit-sweep "$P/sweep.toml" --cluster local_multinode --repeats 3 \
+        --json > "$P/plan.json"
+    { stamp start
+      $CLUSTER exec "$PWD/.venv/bin/dspbench" sweep "$P/sweep.toml" --executor slurm --results "$P/results"
+      while [[ -n $($CLUSTER exec squeue -h 2>/dev/null) ]]; do sleep 10; done
+      stamp done
+      "$PWD/.venv/bin/dspbench" sweep status "$P/results"; } 2>&1 | tee "$P/run.log"
+    "$PY" -m dspbench.plan.check "$P/plan.json" "$P/results" --md "$P/check.md" --json "$P/check.json"
+done
