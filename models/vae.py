@@ -97,12 +97,21 @@ class FrameAttention(nn.Module):
     def __init__(self, dim: int):
         super().__init__()
         self.norm, self.qkv, self.proj = ChannelRMSNorm(dim), nn.Conv3d(dim, 3 * dim, 1), nn.Conv3d(dim, dim, 1)
+        self.kv_seam = nn.Identity()   # K and V of the frame: a patch-parallel decode gathers its rows here
 
     def forward(self, x):
-        B, C, T, H, W = x.shape
-        q, k, v = self.qkv(self.norm(x)).permute(0, 2, 3, 4, 1).reshape(B * T, H * W, 3 * C).chunk(3, dim=-1)
-        o = F.scaled_dot_product_attention(q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1)).squeeze(1)
+        C = x.shape[1]
+        q, kv = self.qkv(self.norm(x)).split([C, 2 * C], dim=1)   # (B, C, T, H, W), (B, 2C, T, H, W)
+        k, v = self.kv_seam(kv).chunk(2, dim=1)                     # keys may cover more rows than q
+        o = F.scaled_dot_product_attention(_positions(q), _positions(k), _positions(v))
+        B, _, T, H, W = q.shape
         return x + self.proj(o.reshape(B, T, H, W, C).permute(0, 4, 1, 2, 3))
+
+
+def _positions(t: torch.Tensor) -> torch.Tensor:
+    """(B, C, T, H, W) -> (B*T, 1, H*W, C): one single-head sequence per frame."""
+    B, C, T, H, W = t.shape
+    return t.permute(0, 2, 3, 4, 1).reshape(B * T, 1, H * W, C)
 
 
 class Upsample(nn.Module):
@@ -112,16 +121,23 @@ class Upsample(nn.Module):
     def __init__(self, dim: int, cout: int, time: bool):
         super().__init__()
         self.time_conv = CausalConv3d(dim, 2 * dim, (3, 1, 1)) if time else None
-        self.conv = nn.Conv3d(dim, cout, (1, 3, 3), padding=(0, 1, 1))
+        self.conv = CausalConv3d(dim, cout, (1, 3, 3))   # a time kernel of 1: per frame, padded in space only
 
     def forward(self, x):
-        if self.time_conv is not None:
-            B, C, T, H, W = x.shape
-            x = self.time_conv(x).reshape(B, 2, C, T, H, W).permute(0, 2, 3, 1, 4, 5).reshape(B, C, 2 * T, H, W)
-            x = x[:, :, 1:]                      # causal: the first latent frame decodes to one frame
+        return self.conv(nearest2x(self.fold_time(x)))
+
+    def fold_time(self, x):
+        if self.time_conv is None:
+            return x
         B, C, T, H, W = x.shape
-        x = F.interpolate(x.reshape(B, C * T, H, W), scale_factor=2, mode="nearest").reshape(B, C, T, 2 * H, 2 * W)
-        return self.conv(x)
+        x = self.time_conv(x).reshape(B, 2, C, T, H, W).permute(0, 2, 3, 1, 4, 5).reshape(B, C, 2 * T, H, W)
+        return x[:, :, 1:]                       # causal: the first latent frame decodes to one frame
+
+
+def nearest2x(x: torch.Tensor) -> torch.Tensor:
+    """(B, C, T, H, W) -> (B, C, T, 2H, 2W), each position repeated (per frame)."""
+    B, C, T, H, W = x.shape
+    return F.interpolate(x.reshape(B, C * T, H, W), scale_factor=2, mode="nearest").reshape(B, C, T, 2 * H, 2 * W)
 
 
 class VAEDecoder(nn.Module):

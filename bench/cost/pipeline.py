@@ -10,12 +10,22 @@ and, for the VAE, its variant:
   Diffusion's 2-D one frame by frame for OpenSora 1.0's STDiT) on the video's latents: its FLOPs
   counted on the meta device, at the curve's `conv_peak_fraction` of peak (0.14 measured on an H200
   at 480p: results/gpu-h200/vae.json) or the profile's efficiency; `tiled` adds the overlaps' work,
-  `patch_parallel` divides the decode over the SP group (xDiT's parallel VAE; priced, its halo
-  exchange not counted: it is not implemented here);
+  `patch_parallel` is the decode over the SP group as methods/vae_patch.py runs it (xDiT's parallel
+  VAE: latent rows split, halo rows exchanged before every spatial convolution, the middle
+  attention's K and V all-gathered, the video's slabs all-gathered at the end): the rank with the
+  most rows computes its slab and its queries against every key (the halo adds no work), and since
+  every exchange waits for the neighbours, the decode takes that compute plus the most any rank
+  communicates (a rank inside the group: two halos), each op of methods/vae_patch_plan.py's plan
+  (the bytes the ledger is tested equal to) priced on the tiers the SP group crosses;
 - `denoise`: the step model's prediction for the configuration (all sampling steps).
 """
 from __future__ import annotations
 
+from dspbench.cost.comm import plan_times
+from dspbench.methods.comm.ledger import wire_bytes
+from dspbench.methods.dims import Dims
+from dspbench.methods.vae_patch_plan import plan, rank_flops
+from dspbench.models.dtypes import dtype_size
 from dspbench.models.vae import SD_VAE, WAN21_VAE, VAEConfig, decoder_flops, tiled_flops
 
 # encoder parameters (the encoder stack only): T5 v1.1 XXL 4.76B (OpenSora, Latte, CogVideoX),
@@ -66,8 +76,21 @@ def stage_seconds(cfg, mcfg, profile, denoise_s: float, variant: str = "single")
     curve = from_table(profile.curve)
     peak = float(profile.peak_flops.get(cfg.dtype) or rate)
     vae_rate = peak * curve.conv_peak_fraction if curve else rate
-    ranks = int(cfg.sp) if variant == "patch_parallel" else 1
-    stages = {"text_encode": text_flops / rate, "denoise": denoise_s, "vae_decode": vae_flops / vae_rate / ranks}
+    vae_s, vae_comm = vae_flops / vae_rate, None
+    if variant == "patch_parallel":
+        vae_s, vae_comm = patch_parallel(cfg, vae, profile, (T, H, W), vae_rate)
+    stages = {"text_encode": text_flops / rate, "denoise": denoise_s, "vae_decode": vae_s}
     stages["total"] = sum(stages.values())
     return {"seconds": stages, "flops": {"text_encode": text_flops, "vae_decode": vae_flops},
-            "text_encoder": encoder, "vae_variant": variant, "latents": [T, H, W]}
+            "text_encoder": encoder, "vae_variant": variant, "latents": [T, H, W], "vae_comm_bytes": vae_comm}
+
+
+def patch_parallel(cfg, vae: VAEConfig, profile, latents: tuple, vae_rate: float) -> tuple[float, int]:
+    """(seconds, wire bytes of the rank that sends the most) of the decode over the SP group
+    (module docstring): rank 0 holds the most rows; an end rank and an inside one bound the comm."""
+    n, (T, H, W) = int(cfg.sp), latents
+    dims = Dims(sp=n, dp=cfg.dp, cfg=cfg.cfg_degree)
+    plans = [plan(vae, cfg.batch, T, H, W, n, r, dtype_size(cfg.dtype)) for r in sorted({0, min(1, n - 1)})]
+    comm_s = max(sum(plan_times(profile, p, dims).values()) for p in plans)
+    sent = max(sum(o.count * wire_bytes(o.op, o.payload, n) for _, o in p) for p in plans)
+    return cfg.batch * rank_flops(vae, T, H, W, n, 0) / vae_rate + comm_s, sent

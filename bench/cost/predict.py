@@ -80,7 +80,7 @@ def pipeline_fields(cfg: RunConfig, profile: Profile, denoise_s: float, vae: str
     sec = stages["seconds"]
     out = {"predicted_stages_s": {k: sec[k] for k in ("text_encode", "denoise", "vae_decode")},
            "predicted_end_to_end_s": sec["total"],
-           "pipeline": {k: stages[k] for k in ("flops", "text_encoder", "vae_variant", "latents")}}
+           "pipeline": {k: stages[k] for k in ("flops", "text_encoder", "vae_variant", "latents", "vae_comm_bytes")}}
     if rec.get("step_time_low_s") is not None:    # the denoising interval carries over; the rest is fixed
         fixed = sec["total"] - denoise_s
         out["pipeline"]["end_to_end_interval_s"] = [fixed + rec["step_time_low_s"], fixed + rec["step_time_high_s"]]

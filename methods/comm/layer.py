@@ -382,6 +382,30 @@ def exchange_with_peer(x: torch.Tensor, group: Group, tag: str) -> torch.Tensor:
     return recv
 
 
+def exchange_halo(x: torch.Tensor, dim: int, rows: int, group: Group, tag: str) -> torch.Tensor:
+    """No autograd: `x` (this rank's slab of `dim`, the group's slabs in rank order) with `rows` rows
+    of each neighbour's slab on its side: the previous rank's last rows before, the next rank's first
+    after, zeros past the group's ends (a convolution's own zero padding there). The halo exchange
+    of a patch-parallel convolution; one `send_recv` event of the bytes this rank sends."""
+    n, r = size(group), rank(group)
+    if rows > x.shape[dim]:
+        raise ValueError(f"a halo of {rows} rows needs slabs of at least that many, this one has {x.shape[dim]}")
+    edge = list(x.shape)
+    edge[dim] = rows
+    before, after = x.new_zeros(edge), x.new_zeros(edge)
+    sides = ([(r - 1, x.narrow(dim, 0, rows), before)] if r > 0 else []) + \
+            ([(r + 1, x.narrow(dim, x.shape[dim] - rows, rows), after)] if r < n - 1 else [])
+    if sides:
+        peers = group_ranks(group)
+        ops = [op for p, send, recv in sides for op in (dist.P2POp(dist.isend, send.contiguous(), peers[p], group),
+                                                         dist.P2POp(dist.irecv, recv, peers[p], group))]
+        with stopwatch(group, x.device) as w:
+            for work in dist.batch_isend_irecv(ops):
+                work.wait()
+        ledger.record("send_recv", phase(), n, sum(nbytes(send) for _, send, _ in sides), tag, w.elapsed)
+    return torch.cat([before, x, after], dim)
+
+
 # ---------------------------------------------------------------- harness utility (unrecorded)
 def all_reduce_max_(buf: torch.Tensor, group: Group) -> torch.Tensor:
     """In place elementwise max over the group (e.g. the slowest rank's time per iteration).
