@@ -265,10 +265,39 @@ def test_summary_recomputes_the_committed_validation_from_its_records(tmp_path, 
     row = shape_row(quiet)
     assert row["top"] == row["fastest"] and row["gap"] == 0 and row["measured"] == 14
     assert row["tau"] == pytest.approx(0.88, abs=0.005) and row["tau_a"] == pytest.approx(0.86, abs=0.005)
-    assert verdict([row]) == {"shapes": 1, "within": 1, "mean_tau": row["tau"], "mean_tau_a": row["tau_a"]}
+    assert verdict([row]) == {"shapes": 1, "within": 1, "mean_tau": row["tau"], "mean_tau_a": row["tau_a"],
+                              "mean_repeat_tau": row["repeat_tau"], "mean_single_repeat_tau": row["single_repeat_tau"]}
+    assert row["repeat_tau"] == pytest.approx(0.79, abs=0.005)   # this sweep's repeats against each other
     assert summary([str(quiet), str(missed)]) == 0
     out = capsys.readouterr().out
     assert "+52.0%" in out and "within 5%: 1 of 2" in out and "NOT met" in out
     with pytest.raises(SystemExit) as e:
         summary([str(quiet), str(tmp_path)])
     assert e.value.code == 2 and str(tmp_path) in capsys.readouterr().err
+
+
+def test_emitted_sweep_takes_iters_and_warmup_and_check_matches_them(tmp_path, capsys):
+    """--iters/--warmup set how the emitted sweep measures (more timed steps, less noise); the plan's
+    rows carry them, so plan.check still matches the records by run_id."""
+    from dspbench.slurm.plan import expand
+    from dspbench.slurm.spec import load_sweep
+    out = tmp_path / "plan.toml"
+    doc = run_json(capsys, ["plan", "--model", "stdit-tiny", "--frames", "8", "--spatial", "16", "--gpus", "4",
+                            "--hardware", "h100-ib", "--methods", "dsp", "--top", "1", "--emit-sweep", str(out),
+                            "--iters", "20", "--warmup", "3"])
+    assert doc["command"].endswith("--warmup 3 --iters 20")
+    cfgs = expand(load_sweep(str(out)))
+    assert {(c.iters, c.warmup) for c in cfgs} == {(20, 3)}
+    assert {replace(c, launcher="local").run_id() for c in cfgs} <= {RunConfig(**r["config"]).run_id() for r in doc["rows"]}
+
+
+def test_check_sets_the_prediction_beside_the_measurements_own_reproducibility():
+    """tau of the prediction against one repeat at a time, and of one repeat against another: a
+    measurement that reorders itself bounds how well any prediction can agree with it."""
+    from dspbench.plan.check import repeat_tau, single_repeat_tau
+    rows = [{"predicted": p, "by_repeat": dict(enumerate(ms))}
+            for p, ms in ((4, (40, 40, 10)), (3, (30, 20, 20)), (2, (20, 30, 30)), (1, (10, 10, 40)))]
+    # repeats 0 and 1 swap one pair (tau 4/6), 0 and 2 reverse everything (-1), 1 and 2 nearly (-4/6)
+    assert repeat_tau(rows) == pytest.approx((4 / 6 - 1 - 4 / 6) / 3)
+    assert single_repeat_tau(rows) == pytest.approx((1 + 4 / 6 - 1) / 3)
+    assert repeat_tau([{"predicted": 1, "by_repeat": {0: 1}}, {"predicted": 2, "by_repeat": {0: 2}}]) is None

@@ -84,6 +84,7 @@ def compare(doc: dict, records: list[dict]) -> dict:
                          "predicted_low": r["score_low"], "predicted_high": r["score_high"],
                          "measured": scores[len(scores) // 2], "measured_min": scores[0], "measured_max": scores[-1],
                          "repeats": len(scores),
+                         "by_repeat": {int(x.get("repeat") or 0): measured_score(x, doc["metric"]) for x in recs},
                          "predicted_step_s": r.get("step_time_s"), "predicted_compute_s": r.get("compute_s"),
                          "predicted_comm_s": r.get("comm_s"), "predicted_exposed_comm_s": r.get("exposed_comm_s"),
                          "measured_step_s": mid.get("step_time_median_s"), "measured_comm_s": measured_comm_s(mid)})
@@ -95,7 +96,36 @@ def compare(doc: dict, records: list[dict]) -> dict:
             "gap": fastest["measured"] / top["measured"] - 1,
             "kendall_tau": kendall_tau([x["predicted"] for x in rows], [x["measured"] for x in rows]),
             "kendall_tau_a": kendall_tau_a([x["predicted"] for x in rows], [x["measured"] for x in rows]),
+            "repeat_tau": repeat_tau(rows), "single_repeat_tau": single_repeat_tau(rows),
             "metric": doc["metric"], "measured": len(rows), "ranked": len(doc["rows"])}
+
+
+def _repeats(rows: list[dict]) -> list[int]:
+    return sorted({k for x in rows for k in x["by_repeat"]})
+
+
+def single_repeat_tau(rows: list[dict]) -> float | None:
+    """The prediction against one repeat at a time (tau-b, averaged over the repeats): like with like
+    beside `repeat_tau`, which also compares single repeats."""
+    taus = [kendall_tau([x["predicted"] for x in rows if k in x["by_repeat"]],
+                        [x["by_repeat"][k] for x in rows if k in x["by_repeat"]]) for k in _repeats(rows)]
+    taus = [t for t in taus if t is not None]
+    return sum(taus) / len(taus) if taus else None
+
+
+def repeat_tau(rows: list[dict]) -> float | None:
+    """The measurement against itself: Kendall's tau-b between the orders two repeats give the rows,
+    averaged over every pair of repeats. A prediction cannot agree with the measured order much better
+    than the measurement agrees with itself; this is that ceiling (None with fewer than 2 repeats)."""
+    repeats = _repeats(rows)
+    taus = []
+    for i, a in enumerate(repeats):
+        for b in repeats[i + 1:]:
+            both = [x for x in rows if a in x["by_repeat"] and b in x["by_repeat"]]
+            t = kendall_tau([x["by_repeat"][a] for x in both], [x["by_repeat"][b] for x in both])
+            if t is not None:
+                taus.append(t)
+    return sum(taus) / len(taus) if taus else None
 
 
 def _describe(r: dict) -> str:
@@ -111,7 +141,8 @@ def markdown(doc: dict, result: dict) -> str:
         return "\n".join(out + [result["note"]]) + "\n"
     out += [f"plan's top choice (measured rows): {result['top']}; measured fastest: {result['fastest']}; "
             f"measured gap {result['gap']:+.1%}; Kendall's tau-b {_tau(result['kendall_tau'])} "
-            f"(tau-a {_tau(result.get('kendall_tau_a'))}) "
+            f"(tau-a {_tau(result.get('kendall_tau_a'))}; against one repeat at a time "
+            f"{_tau(result.get('single_repeat_tau'))}, the repeats against each other {_tau(result.get('repeat_tau'))}) "
             f"over {result['measured']} measured of {result['ranked']} ranked", "",
             f"| plan rank | configuration | predicted {unit} [interval] | measured {unit} median [min-max] (n) "
             "| pred/meas | predicted step s (compute + comm, exposed) | measured step s (instrumented comm) |",

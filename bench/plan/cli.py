@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from dspbench.facts.args import add_model_args
+from dataclasses import fields
+
+from dspbench.facts.args import add_field, add_model_args
 from dspbench.records.config import DTYPES, MODES, RunConfig
 
 
@@ -46,6 +48,9 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     o.add_argument("--repeats", type=int, default=1,
                    help="the emitted sweep's [sweep] repeats: each configuration measured N times (plan.check "
                         "takes the median), so noise does not decide the measured order")
+    for f in fields(RunConfig):        # how the emitted sweep measures (not priced): more timed steps, less noise
+        if f.name in ("warmup", "iters"):
+            add_field(o, f)
     o.add_argument("--report", default=None, metavar="DIR",
                    help="write plan.json and render the report (table, frontier and crossover figures) in DIR")
 

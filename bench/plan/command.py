@@ -14,6 +14,7 @@ from dspbench.plan.build import plan
 from dspbench.plan.rank import describe
 from dspbench.plan.text import render
 from dspbench.facts.args import config_from_args
+from dspbench.records.config import RunConfig
 
 
 def request_of(args, profile: Profile) -> Request:
@@ -76,6 +77,9 @@ def command_line(args) -> str:
         parts += ["--what-if", w]
     if args.emit_sweep and args.repeats != 1:
         parts += ["--repeats", str(args.repeats)]
+    for flag, value, default in (("--warmup", cfg.warmup, RunConfig.warmup), ("--iters", cfg.iters, RunConfig.iters)):
+        if args.emit_sweep and value != default:
+            parts += [flag, str(value)]
     return shlex.join(parts)
 
 
