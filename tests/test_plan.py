@@ -266,7 +266,9 @@ def test_summary_recomputes_the_committed_validation_from_its_records(tmp_path, 
     assert row["top"] == row["fastest"] and row["gap"] == 0 and row["measured"] == 14
     assert row["tau"] == pytest.approx(0.88, abs=0.005) and row["tau_a"] == pytest.approx(0.86, abs=0.005)
     assert verdict([row]) == {"shapes": 1, "within": 1, "mean_tau": row["tau"], "mean_tau_a": row["tau_a"],
-                              "mean_repeat_tau": row["repeat_tau"], "mean_single_repeat_tau": row["single_repeat_tau"]}
+                              "mean_repeat_tau": row["repeat_tau"], "mean_single_repeat_tau": row["single_repeat_tau"],
+                              "pairs_apart": [61, 61]}
+    assert shape_row(missed)["pairs_apart"] == [48, 62]     # pairs predicted >= 10% apart, in the measured order
     assert row["repeat_tau"] == pytest.approx(0.79, abs=0.005)   # this sweep's repeats against each other
     assert summary([str(quiet), str(missed)]) == 0
     out = capsys.readouterr().out

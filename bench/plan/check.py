@@ -97,7 +97,23 @@ def compare(doc: dict, records: list[dict]) -> dict:
             "kendall_tau": kendall_tau([x["predicted"] for x in rows], [x["measured"] for x in rows]),
             "kendall_tau_a": kendall_tau_a([x["predicted"] for x in rows], [x["measured"] for x in rows]),
             "repeat_tau": repeat_tau(rows), "single_repeat_tau": single_repeat_tau(rows),
+            "pairs_apart": pairs_apart(rows),
             "metric": doc["metric"], "measured": len(rows), "ranked": len(doc["rows"])}
+
+
+APART = 0.10      # rows predicted this far apart (relative) are a call the plan makes, not a tie
+
+
+def pairs_apart(rows: list[dict]) -> list[int]:
+    """[in the measured order, of] the pairs of rows whose predictions differ by APART or more."""
+    agree = total = 0
+    for i, a in enumerate(rows):
+        for b in rows[i + 1:]:
+            hi, lo = (a, b) if a["predicted"] >= b["predicted"] else (b, a)
+            if hi["predicted"] >= lo["predicted"] * (1 + APART):
+                total += 1
+                agree += hi["measured"] > lo["measured"]
+    return [agree, total]
 
 
 def _repeats(rows: list[dict]) -> list[int]:

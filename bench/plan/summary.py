@@ -27,7 +27,7 @@ def shape_row(folder: Path) -> dict:
             "top": result.get("top"), "fastest": result.get("fastest"), "gap": result.get("gap"),
             "tau": result.get("kendall_tau"), "tau_a": result.get("kendall_tau_a"),
             "repeat_tau": result.get("repeat_tau"), "single_repeat_tau": result.get("single_repeat_tau"),
-            "measured": len(rows), "ranked": len(doc["rows"]),
+            "measured": len(rows), "ranked": len(doc["rows"]), "pairs_apart": result.get("pairs_apart", [0, 0]),
             "worst_spread": max(spreads, default=None), "noisy_rows": sum(s > NOISY for s in spreads)}
 
 
@@ -37,7 +37,8 @@ def verdict(rows: list[dict]) -> dict:
             "mean_tau": statistics.fmean(r["tau"] for r in scored) if scored else None,
             "mean_tau_a": statistics.fmean(r["tau_a"] for r in scored) if scored else None,
             "mean_repeat_tau": _mean(r["repeat_tau"] for r in rows),
-            "mean_single_repeat_tau": _mean(r["single_repeat_tau"] for r in rows)}
+            "mean_single_repeat_tau": _mean(r["single_repeat_tau"] for r in rows),
+            "pairs_apart": [sum(r["pairs_apart"][0] for r in rows), sum(r["pairs_apart"][1] for r in rows)]}
 
 
 def _mean(values) -> float | None:
@@ -47,16 +48,17 @@ def _mean(values) -> float | None:
 
 def markdown(rows: list[dict]) -> str:
     out = ["| folder | hardware profile | plan's top choice | measured fastest | gap | tau-b | tau-a "
-           "| tau-b, one repeat | repeats' tau-b | rows measured (of ranked) | worst spread | rows spread > 60% |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| tau-b, one repeat | repeats' tau-b | pairs >= 10% apart in order | rows measured (of ranked) | worst spread | rows spread > 60% |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     out += [f"| {r['folder']} | {r['hardware']} | {r['top']} | {r['fastest']} | {_pct(r['gap'])} | "
-            f"{_num(r['tau'])} | {_num(r['tau_a'])} | {_num(r['single_repeat_tau'])} | {_num(r['repeat_tau'])} | {r['measured']} ({r['ranked']}) | "
+            f"{_num(r['tau'])} | {_num(r['tau_a'])} | {_num(r['single_repeat_tau'])} | {_num(r['repeat_tau'])} | {r['pairs_apart'][0]} of {r['pairs_apart'][1]} | {r['measured']} ({r['ranked']}) | "
             f"{_pct(r['worst_spread'], sign=False)} | {r['noisy_rows']} |" for r in rows]
     v = verdict(rows)
     met = v["within"] == v["shapes"] and v["mean_tau"] is not None and v["mean_tau"] >= 0.8
     out += ["", f"shapes: {v['shapes']}; top choice measured fastest or within {WITHIN:.0%}: {v['within']} of "
             f"{v['shapes']}; mean tau-b {_num(v['mean_tau'])} (tau-a {_num(v['mean_tau_a'])}); one repeat at a "
             f"time: the prediction {_num(v['mean_single_repeat_tau'])}, another repeat {_num(v['mean_repeat_tau'])}; "
+            f"pairs predicted >= 10% apart in the measured order: {v['pairs_apart'][0]} of {v['pairs_apart'][1]}; "
             f"the bar (every shape within {WITHIN:.0%}, mean tau >= 0.8): {'met' if met else 'NOT met'}"]
     return "\n".join(out) + "\n"
 
