@@ -4,12 +4,15 @@
 # written to OUT/profile-RATE/), then for each held-out shape T:S of stdit-tiny: `plan --top 3
 # --emit-sweep --repeats 3`, the emitted sweep on SLURM, a wait for its jobs, `plan.check`; the cluster
 # down at the end. Nothing is fit: the profile is measured once, before any shape runs.
-#   bash results/plan-validation/rerun.sh RATE OUT T:S [T:S ...]     e.g. 200mbit results/plan-validation/q-200mbit 32:64 4:512
-# Each shape's folder OUT/<rate>-stdit-tiny-T<T>-S<S>/ gets plan.json, sweep.toml, results/, check.md,
+#   [ITERS=N] bash results/plan-validation/rerun.sh RATE OUT T:S [T:S ...]   e.g. 200mbit results/plan-validation/quiet 32:64 4:512
+# ITERS: timed steps per configuration (default 5, run's default); other than 5 it names the folders -i<N>.
+# A profile already in OUT/profile-RATE/ is reused (one calibration per rate), never re-measured.
+# Each shape's folder OUT/<rate>-stdit-tiny-T<T>-S<S>[-i<ITERS>]/ gets plan.json, sweep.toml, results/, check.md,
 # check.json and run.log (the load average when its sweep started and ended).
 set -Eeuo pipefail
 RATE=${1:?RATE (200mbit, 1gbit)}; OUT=${2:?OUT folder}; shift 2
 (($# > 0)) || { echo "rerun.sh: name at least one shape T:S" >&2; exit 2; }
+ITERS=${ITERS:-5}
 PY=$PWD/.venv/bin/python
 CLUSTER="bash slurm/local_cluster.sh"
 PROFILE=$OUT/profile-$RATE/tiers-profile.toml
@@ -31,11 +34,11 @@ fi
 
 for shape in "$@"; do
     T=${shape%%:*}; S=${shape##*:}
-    P=$OUT/$RATE-stdit-tiny-T$T-S$S
+    P=$OUT/$RATE-stdit-tiny-T$T-S$S$( ((ITERS == 5)) || echo "-i$ITERS")
     mkdir -p "$P"
     "$PY" -m dspbench.cli plan --model stdit-tiny --frames "$T" --spatial "$S" --mode train --gpus 4 \
         --hardware "$PROFILE" --top 3 --emit-sweep "$P/sweep.toml" --cluster local_multinode --repeats 3 \
-        --json > "$P/plan.json"
+        --iters "$ITERS" --json > "$P/plan.json"
     { stamp start
       $CLUSTER exec "$PWD/.venv/bin/dspbench" sweep "$P/sweep.toml" --executor slurm --results "$P/results"
       while [[ -n $($CLUSTER exec squeue -h 2>/dev/null) ]]; do sleep 10; done
