@@ -189,7 +189,7 @@ CFG_EXCHANGE_TAG = "cfg_exchange"
 def cfg_exchange_op(cfg: ModelConfig, shape: Shape, dtype_bytes: int) -> Op:
     """CFG parallelism's exchange, once per sampling step: each rank sends its noise prediction
     (the first in_channels of the output, every token: the exit gather left it whole on every SP
-    rank) to its peer in the other CFG group and receives the peer's (comm.exchange_with_peer)."""
+    rank) to its peer in the other CFG group and receives the peer's (comm/p2p.exchange_with_peer)."""
     return Op(CFG_EXCHANGE_TAG, "send_recv", act_bytes(cfg, shape, dtype_bytes, cfg.patch_volume * cfg.in_channels),
               1, "cfg")
 

@@ -3,7 +3,7 @@
 
 models/vae.py's decoder stays single-device; `parallelize(decoder, group)` swaps its seams in place:
 - every spatial convolution (a CausalConv3d whose kernel spans more than one row) becomes a HaloConv:
-  its zero padding along H replaced by the neighbours' edge rows (comm.exchange_halo), so each rank
+  its zero padding along H replaced by the neighbours' edge rows (comm/p2p.exchange_halo), so each rank
   computes exactly its own output rows and nothing twice;
 - an upsampler exchanges its halo before the nearest 2x, at half the width and as many rows as
   after it (each low-res row becomes two), so half the bytes of exchanging at the output resolution;
@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dspbench.methods.comm import layer as comm
+from dspbench.methods.comm import layer as comm, p2p
 from dspbench.models.vae import CausalConv3d, FrameAttention, Upsample, VAEDecoder, nearest2x
 
 HALO_TAG, KV_TAG, VIDEO_TAG = "vae_halo", "vae_kv", "vae_video"
@@ -69,7 +69,7 @@ class HaloConv(nn.Module):
 
     def forward(self, x):
         # (B, C, T, h, W) -halo-> (B, C, T, h + 2 rows, W) -conv-> (B, C', T, h, W)
-        return conv_unpadded_rows(self.conv, comm.exchange_halo(x, 3, self.rows, self.slabs.group, HALO_TAG))
+        return conv_unpadded_rows(self.conv, p2p.exchange_halo(x, 3, self.rows, self.slabs.group, HALO_TAG))
 
 
 class HaloUpsample(nn.Module):
@@ -80,7 +80,7 @@ class HaloUpsample(nn.Module):
         self.cut = 2 * self.rows - up.conv.pad[2]            # high-res rows of them the conv does not read
 
     def forward(self, x):
-        x = comm.exchange_halo(self.up.fold_time(x), 3, self.rows, self.slabs.group, HALO_TAG)  # (.., h + 2r, W)
+        x = p2p.exchange_halo(self.up.fold_time(x), 3, self.rows, self.slabs.group, HALO_TAG)  # (.., h + 2r, W)
         x = nearest2x(x)                                                                      # (.., 2h + 4r, 2W)
         return conv_unpadded_rows(self.up.conv, x[:, :, :, self.cut: x.shape[3] - self.cut])
 

@@ -3,7 +3,7 @@ groups against one device's loop with both passes as a batch of two."""
 from __future__ import annotations
 
 from dspbench.methods import build_dims, get_method
-from dspbench.methods.comm import layer as comm
+from dspbench.methods.comm import layer as comm, p2p
 from dspbench.models import Shape, get_config
 from dspbench.run.oracle import cfg_parallel_errors
 
@@ -25,11 +25,11 @@ def cfg_parallel_case(method: str, model: str, shape: tuple, sp: int, steps: int
     spec = get_method(method)
     if reason := spec.check(cfg, shape, dims):
         return {"unsupported": reason}
-    real = comm.exchange_with_peer
+    real = p2p.exchange_with_peer
     if skip_exchange:
-        comm.exchange_with_peer = lambda x, group, tag: x.clone()
+        p2p.exchange_with_peer = lambda x, group, tag: x.clone()
     try:
         errs = cfg_parallel_errors(spec, cfg, shape, dims, steps, scheduler)
     finally:
-        comm.exchange_with_peer = real
+        p2p.exchange_with_peer = real
     return {**errs, "cond": comm.rank(dims.cfg_group) == 0, "sp_rank": comm.rank(dims.sp_group)}

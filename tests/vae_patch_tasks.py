@@ -7,7 +7,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from dspbench.methods import build_dims
 from dspbench.methods import vae_patch as vp
-from dspbench.methods.comm import layer as comm
+from dspbench.methods.comm import layer as comm, p2p
 from dspbench.methods.comm.ledger import Ledger
 from dspbench.models.vae import FrameAttention, VAEConfig, VAEDecoder
 
@@ -41,8 +41,8 @@ def _break(decoder, skip: str | None):
                 m.kv_seam = torch.nn.Identity()
     if skip != "halo":
         return lambda: None
-    real, comm.exchange_halo = comm.exchange_halo, _no_halo
-    return lambda: setattr(comm, "exchange_halo", real)
+    real, p2p.exchange_halo = p2p.exchange_halo, _no_halo
+    return lambda: setattr(p2p, "exchange_halo", real)
 
 
 def patch_case(latent: tuple, sp: int, cfg: VAEConfig = SMALL_VAE, skip: str | None = None) -> dict:

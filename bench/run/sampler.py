@@ -11,7 +11,7 @@ call, the guidance and one fused update.
 
 Guidance: `none`; `batch` (cond and uncond in one call of twice the batch, the null caption zeros);
 `parallel` (CFG parallelism: this rank's half of the world runs the cond or the uncond pass and
-swaps its prediction with its peer in the other half, methods/comm.exchange_with_peer).
+swaps its prediction with its peer in the other half, methods/comm/p2p.exchange_with_peer).
 The text encoder and the VAE are outside this loop: captions and latents are synthetic inputs.
 Which sampler a model uses: records.config.sampler_for (the record's `sampler` field).
 """
@@ -21,7 +21,7 @@ import math
 
 import torch
 
-from dspbench.methods.comm import layer as comm
+from dspbench.methods.comm import layer as comm, p2p
 from dspbench.methods.spec import CFG_EXCHANGE_TAG
 
 # OpenSora v1.0's guidance scale (its configs/opensora/inference/*.py: scheduler cfg_scale=7.0).
@@ -75,7 +75,7 @@ def sample(model, x, y, steps: int, in_channels: int, guidance: str = "none", di
         if guidance == "batch":
             cond, uncond = eps.chunk(2)
         elif guidance == "parallel":
-            other = comm.exchange_with_peer(eps, dims.cfg_group, CFG_EXCHANGE_TAG)
+            other = p2p.exchange_with_peer(eps, dims.cfg_group, CFG_EXCHANGE_TAG)
             cond, uncond = (eps, other) if is_cond_rank(dims) else (other, eps)
         if guidance != "none":
             eps = uncond + scale * (cond - uncond)

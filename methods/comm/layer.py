@@ -224,28 +224,20 @@ class _AllToAll(Function):
         return all_to_all_no_grad(g, gd, s, group, tag), None, None, None, None
 
 
-class _GatherFromSeq(Function):
-    @staticmethod
+def _conjugate(name: str, forward_op, backward_op) -> type[Function]:
+    """An autograd Function that runs `forward_op(x, dim, group, tag)` and, on the gradient, its
+    conjugate `backward_op` (all-gather <-> reduce-scatter along the same dim)."""
     def forward(ctx, x, dim, group, tag):
         ctx.args = (dim, group, tag)
-        return _all_gather(x, dim, group, tag)
+        return forward_op(x, dim, group, tag)
 
-    @staticmethod
     def backward(ctx, g):
-        dim, group, tag = ctx.args
-        return _reduce_scatter(g, dim, group, tag), None, None, None
+        return backward_op(g, *ctx.args), None, None, None
+    return type(name, (Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward)})
 
 
-class _ReduceScatterToSeq(Function):
-    @staticmethod
-    def forward(ctx, x, dim, group, tag):
-        ctx.args = (dim, group, tag)
-        return _reduce_scatter(x, dim, group, tag)
-
-    @staticmethod
-    def backward(ctx, g):
-        dim, group, tag = ctx.args
-        return _all_gather(g, dim, group, tag), None, None, None
+_GatherFromSeq = _conjugate("_GatherFromSeq", _all_gather, _reduce_scatter)
+_ReduceScatterToSeq = _conjugate("_ReduceScatterToSeq", _reduce_scatter, _all_gather)
 
 
 class _SumReplicated(Function):
@@ -365,45 +357,6 @@ def all_reduce_(buf: torch.Tensor, group: Group, tag: str, average: bool = False
     if average:
         buf.div_(n)
     return buf
-
-
-def exchange_with_peer(x: torch.Tensor, group: Group, tag: str) -> torch.Tensor:
-    """No autograd: send `x` to the other rank of a two-rank `group` and return its tensor of the
-    same shape (CFG parallelism's noise-prediction exchange). One `send_recv` event of the bytes sent."""
-    if size(group) != 2:
-        raise ValueError(f"exchange_with_peer needs a group of 2 ranks, got {size(group)}")
-    send, recv = x.contiguous(), torch.empty_like(x, memory_format=torch.contiguous_format)
-    peer = dist.get_global_rank(group, 1 - rank(group))
-    with stopwatch(group, x.device) as w:
-        for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, send, peer, group),
-                                            dist.P2POp(dist.irecv, recv, peer, group)]):
-            work.wait()
-    ledger.record("send_recv", phase(), 2, nbytes(send), tag, w.elapsed)
-    return recv
-
-
-def exchange_halo(x: torch.Tensor, dim: int, rows: int, group: Group, tag: str) -> torch.Tensor:
-    """No autograd: `x` (this rank's slab of `dim`, the group's slabs in rank order) with `rows` rows
-    of each neighbour's slab on its side: the previous rank's last rows before, the next rank's first
-    after, zeros past the group's ends (a convolution's own zero padding there). The halo exchange
-    of a patch-parallel convolution; one `send_recv` event of the bytes this rank sends."""
-    n, r = size(group), rank(group)
-    if rows > x.shape[dim]:
-        raise ValueError(f"a halo of {rows} rows needs slabs of at least that many, this one has {x.shape[dim]}")
-    edge = list(x.shape)
-    edge[dim] = rows
-    before, after = x.new_zeros(edge), x.new_zeros(edge)
-    sides = ([(r - 1, x.narrow(dim, 0, rows), before)] if r > 0 else []) + \
-            ([(r + 1, x.narrow(dim, x.shape[dim] - rows, rows), after)] if r < n - 1 else [])
-    if sides:
-        peers = group_ranks(group)
-        ops = [op for p, send, recv in sides for op in (dist.P2POp(dist.isend, send.contiguous(), peers[p], group),
-                                                         dist.P2POp(dist.irecv, recv, peers[p], group))]
-        with stopwatch(group, x.device) as w:
-            for work in dist.batch_isend_irecv(ops):
-                work.wait()
-        ledger.record("send_recv", phase(), n, sum(nbytes(send) for _, send, _ in sides), tag, w.elapsed)
-    return torch.cat([before, x, after], dim)
 
 
 # ---------------------------------------------------------------- harness utility (unrecorded)
