@@ -267,12 +267,15 @@ def test_summary_recomputes_the_committed_validation_from_its_records(tmp_path, 
     assert row["tau"] == pytest.approx(0.88, abs=0.005) and row["tau_a"] == pytest.approx(0.86, abs=0.005)
     assert verdict([row]) == {"shapes": 1, "within": 1, "mean_tau": row["tau"], "mean_tau_a": row["tau_a"],
                               "mean_repeat_tau": row["repeat_tau"], "mean_single_repeat_tau": row["single_repeat_tau"],
-                              "pairs_apart": [61, 61]}
+                              "mean_ceiling_tau": row["ceiling_tau"], "pairs_apart": [61, 61]}
+    # the noise ceiling: this quiet sweep's repeats allow a perfect predictor about what plan got
+    assert 0.8 < row["ceiling_tau"] < 1 and 0 < row["noise_sd"] < 0.1 and row["repeats_for_bar"] == 3
     assert shape_row(missed)["pairs_apart"] == [48, 62]     # pairs predicted >= 10% apart, in the measured order
     assert row["repeat_tau"] == pytest.approx(0.79, abs=0.005)   # this sweep's repeats against each other
     assert summary([str(quiet), str(missed)]) == 0
     out = capsys.readouterr().out
     assert "+52.0%" in out and "within 5%: 1 of 2" in out and "NOT met" in out
+    assert "ceiling tau-b | repeats for a ceiling >= 0.8" in out and "noise ceiling" in out
     with pytest.raises(SystemExit) as e:
         summary([str(quiet), str(tmp_path)])
     assert e.value.code == 2 and str(tmp_path) in capsys.readouterr().err

@@ -4,7 +4,8 @@ measured rows, the measured fastest, the measured gap between them, and Kendall'
 in the prediction left out; tau-a beside it) between the predicted and the measured order.
     python -m dspbench.plan.check PLAN.json RESULTS_DIR [--md OUT.md] [--json OUT.json]
 A configuration measured several times (the sweep's `repeats`, one run_id each) is matched at every
-repeat and scored by its median.
+repeat and scored by its median. The measurement's noise ceiling (plan/ceiling.py) is set beside
+the tau: what a predictor that knew the true order would expect against repeats this noisy.
 """
 from __future__ import annotations
 
@@ -12,39 +13,12 @@ import argparse
 import json
 from pathlib import Path
 
+from dspbench.plan.ceiling import ceiling_tau, noise_sd
+from dspbench.plan.tau import kendall_tau, kendall_tau_a
 from dspbench.records.config import RunConfig
 from dspbench.records.io import read_dir
 
 LATENCY = "seconds per video"
-
-
-def _pair_signs(predicted: list[float], measured: list[float]):
-    for i in range(len(predicted)):
-        for j in range(i + 1, len(predicted)):
-            yield _sign(predicted[i] - predicted[j]), _sign(measured[i] - measured[j])
-
-
-def _sign(x: float) -> int:
-    return (x > 0) - (x < 0)
-
-
-def kendall_tau(predicted: list[float], measured: list[float]) -> float | None:
-    """tau-b (the usual Kendall's tau, scipy's default): (concordant - discordant) / sqrt(pairs not tied
-    in the prediction x pairs not tied in the measurement). Rows the cost model prices identically
-    (dsp and dsp_hybrid, Ulysses and its DeepSpeed and USP forms move the same bytes) are a tie the
-    plan declares: tau-b leaves those pairs out instead of counting them as misses, as tau-a does."""
-    signs = list(_pair_signs(predicted, measured))
-    untied_p = sum(1 for a, _ in signs if a)
-    untied_m = sum(1 for _, b in signs if b)
-    if not untied_p or not untied_m:
-        return None
-    return sum(a * b for a, b in signs) / (untied_p * untied_m) ** 0.5
-
-
-def kendall_tau_a(predicted: list[float], measured: list[float]) -> float | None:
-    """tau-a over every pair: (concordant - discordant) / pairs; a tie in either counts as neither."""
-    signs = list(_pair_signs(predicted, measured))
-    return sum(a * b for a, b in signs) / len(signs) if signs else None
 
 
 def measured_score(rec: dict, metric: str) -> float:
@@ -97,7 +71,7 @@ def compare(doc: dict, records: list[dict]) -> dict:
             "kendall_tau": kendall_tau([x["predicted"] for x in rows], [x["measured"] for x in rows]),
             "kendall_tau_a": kendall_tau_a([x["predicted"] for x in rows], [x["measured"] for x in rows]),
             "repeat_tau": repeat_tau(rows), "single_repeat_tau": single_repeat_tau(rows),
-            "pairs_apart": pairs_apart(rows),
+            "pairs_apart": pairs_apart(rows), "noise_sd": noise_sd(rows), "ceiling_tau": ceiling_tau(rows),
             "metric": doc["metric"], "measured": len(rows), "ranked": len(doc["rows"])}
 
 
@@ -131,8 +105,9 @@ def single_repeat_tau(rows: list[dict]) -> float | None:
 
 def repeat_tau(rows: list[dict]) -> float | None:
     """The measurement against itself: Kendall's tau-b between the orders two repeats give the rows,
-    averaged over every pair of repeats. A prediction cannot agree with the measured order much better
-    than the measurement agrees with itself; this is that ceiling (None with fewer than 2 repeats)."""
+    averaged over every pair of repeats: one repeat's order against another's, the rough bound beside
+    the prediction's tau against one repeat (plan/ceiling.py estimates the bound for the median of the
+    repeats; None with fewer than 2 repeats)."""
     repeats = _repeats(rows)
     taus = []
     for i, a in enumerate(repeats):
@@ -160,6 +135,7 @@ def markdown(doc: dict, result: dict) -> str:
             f"(tau-a {_tau(result.get('kendall_tau_a'))}; against one repeat at a time "
             f"{_tau(result.get('single_repeat_tau'))}, the repeats against each other {_tau(result.get('repeat_tau'))}) "
             f"over {result['measured']} measured of {result['ranked']} ranked", "",
+            _ceiling_line(result), "",
             f"| plan rank | configuration | predicted {unit} [interval] | measured {unit} median [min-max] (n) "
             "| pred/meas | predicted step s (compute + comm, exposed) | measured step s (instrumented comm) |",
             "|---|---|---|---|---|---|---|"]
@@ -169,6 +145,14 @@ def markdown(doc: dict, result: dict) -> str:
             f"{x['predicted'] / x['measured']:.2f} | {_stage(x)} | {_s(x['measured_step_s'])} "
             f"({_s(x['measured_comm_s'])}) |" for x in result["rows"]]
     return "\n".join(out) + "\n"
+
+
+def _ceiling_line(result: dict) -> str:
+    if result.get("ceiling_tau") is None:
+        return "noise ceiling: - (fewer than 2 rows measured twice)"
+    return (f"noise ceiling: a predictor that knew every row's true score would expect tau-b "
+            f"{result['ceiling_tau']:.2f} against this measurement (its repeats differ by {result['noise_sd']:.1%} "
+            "per repeat, pooled; plan/ceiling.py)")
 
 
 def _s(v) -> str:
