@@ -78,3 +78,32 @@ def test_a_datasheet_prediction_carries_its_assumed_interval_to_the_end_to_end_t
     assert rec["step_time_low_s"] < rec["step_time_median_s"] < rec["step_time_high_s"]
     assert rec["interval_source"].startswith("assumed: datasheet profile")
     assert hi - lo == pytest.approx(rec["step_time_high_s"] - rec["step_time_low_s"])   # the fixed stages add no spread
+
+
+def test_predict_prices_what_the_device_runs_unless_told(tmp_path, capsys):
+    """The issue's command gives no --dtype: on a GPU profile that is bf16 over NCCL (a 13B video DiT
+    in fp32 would be priced ~13x slower than anyone runs it), on a CPU profile fp32 over gloo; a
+    given --dtype/--backend wins, and `plan` fills them from the same place."""
+    from dspbench.cost.hardware import device_defaults
+    from dspbench.plan.command import request_of
+    base = ["predict", "--model", "full3d-1.3b", "--frames", "6", "--spatial", "1560", "--mode", "sample",
+            "--sample-steps", "2", "--method", "ulysses", "--gpus", "2", "--sp", "2", "--json",
+            "--records-file", str(tmp_path / "p.jsonl")]
+
+    def predict(*extra):
+        main(base + list(extra))            # exit 1 where the model does not fit (the CPU profile): a record all the same
+        out = capsys.readouterr()
+        return json.loads(out.out), out.err
+
+    gpu, note = predict("--hardware", "h100-ib")
+    assert (gpu["dtype"], gpu["backend"]) == ("bf16", "nccl") and "dtype bf16, backend nccl: the default on h100-ib" in note
+    fp32, note = predict("--hardware", "h100-ib", "--dtype", "fp32")
+    assert (fp32["dtype"], fp32["backend"]) == ("fp32", "nccl") and note.startswith("backend nccl: the default")
+    assert fp32["step_time_median_s"] > 5 * gpu["step_time_median_s"]    # fp32 peak is a fraction of bf16's
+    cpu, _ = predict("--hardware", "emulated-cpu")
+    assert (cpu["dtype"], cpu["backend"]) == ("fp32", "gloo") and gpu["status"] == fp32["status"] == "predicted"
+    for name in ("h100-ib", "emulated-cpu"):
+        args = type("Args", (), {"dtype": None, "backend": None, "top": 1, "repeats": 1, "methods": "dsp",
+                                 "model": "stdit-tiny", "model_set": [], "frames": 8, "spatial": 16, "video": ""})()
+        req = request_of(args, load_profile(name))
+        assert {"dtype": req.base.dtype, "backend": req.base.backend} == device_defaults(load_profile(name))

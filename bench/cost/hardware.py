@@ -219,6 +219,27 @@ def load_profile(name_or_path: str) -> Profile:
         return from_dict(tomllib.load(f))
 
 
+def on_gpu(profile: Profile) -> bool:
+    return not profile.device.lower().startswith("cpu")
+
+
+def device_defaults(profile: Profile) -> dict:
+    """The dtype and backend a run on this profile's device has unless told: bf16 and NCCL on a GPU
+    (nobody serves or trains a video DiT in fp32 there), fp32 and gloo on a CPU (the oracle's
+    precision). `predict` and `plan` both fill an unset --dtype/--backend from here."""
+    return {"dtype": "bf16", "backend": "nccl"} if on_gpu(profile) else {"dtype": "fp32", "backend": "gloo"}
+
+
+def fill_device_defaults(args, profile: Profile) -> list[str]:
+    """Set args.dtype/args.backend where the command line left them None; the names it filled."""
+    filled = []
+    for key, value in device_defaults(profile).items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+            filled.append(f"{key} {value}")
+    return filled
+
+
 # ---------------------------------------------------------------- writing (calibration)
 def _value(v) -> str:
     if isinstance(v, bool):

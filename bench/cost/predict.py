@@ -18,7 +18,7 @@ from dspbench.cost.autosp import resolved
 from dspbench.facts.build import Outcome, build_record, per_video, unsupported_reason, validate
 from dspbench.records.config import RunConfig, flops_factors
 from dspbench.cost.model import predict
-from dspbench.cost.hardware import Profile, available_profiles, load_profile
+from dspbench.cost.hardware import Profile, available_profiles, fill_device_defaults, load_profile
 from dspbench.cost.interval import knobs, ratio_interval, step_interval, with_assumed_spread
 from dspbench.methods.comm.ledger import untag
 from dspbench.models import Shape, get_config
@@ -156,7 +156,12 @@ def cmd_predict(args) -> int:
     from dspbench.records.io import append_record, result_line
     if not args.hardware:
         raise ValueError(f"predict needs --hardware PROFILE ({', '.join(available_profiles())}, or a calibrated .toml)")
-    cfg, profile = config_from_args(args), load_profile(args.hardware)
+    profile = load_profile(args.hardware)
+    filled = fill_device_defaults(args, profile)
+    if filled:
+        print(f"{', '.join(filled)}: the default on {profile.name} ({profile.device}); --dtype/--backend to change",
+              file=sys.stderr)
+    cfg = config_from_args(args)
     path = Path(args.records_file) if args.records_file else default_records_file(args.out)
     buckets = bucket_args(args)
     if buckets:

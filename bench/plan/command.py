@@ -7,7 +7,7 @@ import itertools
 import json
 import shlex
 
-from dspbench.cost.hardware import Profile, load_profile
+from dspbench.cost.hardware import Profile, fill_device_defaults, load_profile
 from dspbench.plan import whatif
 from dspbench.plan.axes import Request, all_methods
 from dspbench.plan.build import plan
@@ -18,9 +18,7 @@ from dspbench.records.config import RunConfig
 
 
 def request_of(args, profile: Profile) -> Request:
-    gpu = not profile.device.lower().startswith("cpu")
-    args.dtype = args.dtype or ("bf16" if gpu else "fp32")
-    args.backend = args.backend or ("nccl" if gpu else "gloo")
+    fill_device_defaults(args, profile)
     if args.top < 1:
         raise ValueError(f"--top must be >= 1, got {args.top}")
     if args.repeats < 1:
