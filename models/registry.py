@@ -9,7 +9,8 @@ the rank command lines:
     hunyuanvideo[depth=2,hidden=64]   any of these with fields overridden (`--model-set key=value`)
 
 A model file's tables: [model] the ModelConfig fields; [vae] its compression (time, height, width;
-causal: 1 + (F - 1) / time latent frames); [published] params and source; [sampling] video
+causal: 1 + (F - 1) / time latent frames) and optionally its decoder (channels, layers_per_block,
+latent_channels, mid_attention: what the cost model prices the decode by); [published] params and source; [sampling] video
 ("FxHxW"), steps, guidance (cfg | distilled), text_encoder; [notes] simplifies. Unknown tables or
 fields, missing ones and bad values are ValueErrors naming the file and the field (exit 2).
 """
@@ -26,16 +27,24 @@ PRESET_DIR = Path(__file__).parent / "presets"
 _TABLES = {"model", "vae", "published", "sampling", "notes"}
 _REQUIRED = {"model": {"layout", "depth", "hidden", "heads"}, "vae": {"time", "height", "width", "causal"},
              "published": {"params", "source"}}
-_ALLOWED = {"vae": {"time", "height", "width", "causal"}, "published": {"params", "source"},
+_DECODER = {"channels", "layers_per_block", "latent_channels", "mid_attention"}   # [vae], optional: its decoder
+_ALLOWED = {"vae": {"time", "height", "width", "causal"} | _DECODER, "published": {"params", "source"},
             "sampling": {"video", "steps", "guidance", "text_encoder"}, "notes": {"simplifies"}}
 
 
 @dataclass(frozen=True)
 class VAE:
+    """The VAE's compression and, where the file gives it, its decoder's architecture (as diffusers'
+    configs name it: block_out_channels full resolution first, layers_per_block, latent_channels, and
+    whether the middle block has attention); the cost model prices the decode from it."""
     time: int = 1
     height: int = 8
     width: int = 8
     causal: bool = False
+    channels: tuple = ()
+    layers_per_block: int = 0
+    latent_channels: int = 0
+    mid_attention: bool = True
 
 
 @dataclass(frozen=True)
@@ -176,6 +185,7 @@ def load_file(path: Path, name: str) -> ModelEntry:
             raise ValueError(f"{where}: [vae] {k} must be an integer >= 1, got {v[k]!r}")
     if not isinstance(v["causal"], bool):
         raise ValueError(f"{where}: [vae] causal must be true or false, got {v['causal']!r}")
+    v = {**v, **_decoder(v, where)}
     pub = d["published"]
     if not isinstance(pub["params"], (int, float)) or pub["params"] <= 0 or not str(pub["source"]).strip():
         raise ValueError(f"{where}: [published] needs params > 0 and a non-empty source")
@@ -185,6 +195,28 @@ def load_file(path: Path, name: str) -> ModelEntry:
     if samp.get("guidance", "cfg") not in ("cfg", "distilled"):
         raise ValueError(f"{where}: [sampling] guidance must be cfg or distilled, got {samp['guidance']!r}")
     return ModelEntry(name, cfg, VAE(**v), dict(pub), dict(samp), dict(d.get("notes", {})), where)
+
+
+def _decoder(v: dict, where: str) -> dict:
+    """[vae]'s optional decoder fields, checked: all of channels, layers_per_block and latent_channels
+    or none; channels a list of positive integers, each a multiple of the first."""
+    given = _DECODER & set(v)
+    if not given:
+        return {}
+    missing = sorted({"channels", "layers_per_block", "latent_channels"} - given)
+    if missing:
+        raise ValueError(f"{where}: [vae] describes a decoder but is missing {', '.join(missing)}")
+    ch = v["channels"]
+    if (not isinstance(ch, list) or len(ch) < 2 or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0
+                                                           for c in ch) or any(c % ch[0] for c in ch)):
+        raise ValueError(f"{where}: [vae] channels must be a list of >= 2 positive integers, each a multiple of "
+                         f"the first (full resolution first), got {ch!r}")
+    for k in ("layers_per_block", "latent_channels"):
+        if not isinstance(v[k], int) or isinstance(v[k], bool) or v[k] < 1:
+            raise ValueError(f"{where}: [vae] {k} must be an integer >= 1, got {v[k]!r}")
+    if not isinstance(v.get("mid_attention", True), bool):
+        raise ValueError(f"{where}: [vae] mid_attention must be true or false, got {v['mid_attention']!r}")
+    return {"channels": tuple(ch)}
 
 
 # ---------------------------------------------------------------- sizes in pixels

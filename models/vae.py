@@ -33,6 +33,8 @@ class VAEConfig:
     time_up: tuple = (True, True, False)  # which upsamplers (deepest first) also double time
     mid_attention: bool = True
     time_kernel: int = 3                  # 1: a per-frame (2-D) VAE, as Stable Diffusion's in OpenSora 1.0
+    upsample_halves: bool = True          # Wan 2.1's upsamplers halve the channels; diffusers' decoders
+                                          # (HunyuanVideo, CogVideoX) keep them, a stage's first block changes them
 
     @property
     def spatial_scale(self) -> int:
@@ -115,7 +117,7 @@ def _positions(t: torch.Tensor) -> torch.Tensor:
 
 
 class Upsample(nn.Module):
-    """2x nearest in H, W then a 3x3 convolution halving channels (per frame); optionally 2x in time first
+    """2x nearest in H, W then a 3x3 convolution to `cout` channels (per frame); optionally 2x in time first
     (a causal (3, 1, 1) convolution to twice the channels folded into frames, the first frame kept single)."""
 
     def __init__(self, dim: int, cout: int, time: bool):
@@ -151,11 +153,11 @@ class VAEDecoder(nn.Module):
                + [ResBlock(dims[0], dims[0], kt)])
         self.mid = nn.Sequential(*mid)
         stages, cin = [], dims[0]
-        for i, cout in enumerate(dims[1:]):      # Wan 2.1's decoder: every upsampler halves the channels
+        for i, cout in enumerate(dims[1:]):
             blocks = [ResBlock(cin if j == 0 else cout, cout, kt) for j in range(cfg.res_blocks + 1)]
             if i < len(dims) - 2:                 # an upsampler after every stage but the last
-                blocks.append(Upsample(cout, cout // 2, cfg.time_up[i] if i < len(cfg.time_up) else False))
-                cin = cout // 2
+                cin = cout // 2 if cfg.upsample_halves else cout
+                blocks.append(Upsample(cout, cin, cfg.time_up[i] if i < len(cfg.time_up) else False))
             stages.append(nn.Sequential(*blocks))
         self.stages = nn.Sequential(*stages)
         self.norm_out, self.conv_out = ChannelRMSNorm(dims[-1]), CausalConv3d(dims[-1], 3, (kt, 3, 3))

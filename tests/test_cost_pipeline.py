@@ -107,3 +107,43 @@ def test_predict_prices_what_the_device_runs_unless_told(tmp_path, capsys):
                                  "model": "stdit-tiny", "model_set": [], "frames": 8, "spatial": 16, "video": ""})()
         req = request_of(args, load_profile(name))
         assert {"dtype": req.base.dtype, "backend": req.base.backend} == device_defaults(load_profile(name))
+
+
+def test_a_preset_that_describes_its_decoder_is_priced_by_it():
+    """HunyuanVideo's and CogVideoX's decoders (their presets' [vae] channels, layers_per_block, ...)
+    are diffusers' structure: upsamplers keep the channels, CogVideoX's middle block has no attention;
+    a preset without a decoder (Wan 2.1) keeps Wan's."""
+    import torch
+    from dspbench.cost.pipeline import pipeline_of
+    from dspbench.models.registry import get_config
+    from dspbench.models.vae import FrameAttention, VAEDecoder
+
+    def decoder(name):
+        vae = pipeline_of(name, get_config(name))[1]
+        with torch.device("meta"):
+            return vae, VAEDecoder(vae)
+    hy, hy_mod = decoder("hunyuanvideo")
+    cog, cog_mod = decoder("cogvideox-5b")
+    wan, _ = decoder("wan2.1-14b")
+    assert wan == WAN21_VAE and hy.stage_dims() == [512, 512, 512, 256, 128] and cog.stage_dims() == [512, 512, 256, 256, 128]
+    assert hy.time_scale == cog.time_scale == 4 and hy.spatial_scale == cog.spatial_scale == 8
+    assert any(isinstance(m, FrameAttention) for m in hy_mod.modules())
+    assert not any(isinstance(m, FrameAttention) for m in cog_mod.modules())
+    assert sum(p.numel() for p in cog_mod.parameters()) < sum(p.numel() for p in hy_mod.parameters())
+    # 33 x 90 x 160 latents (720p x 129 frames): about twice Wan's decoder's work
+    assert 1.8 < decoder_flops(hy, 33, 90, 160) / decoder_flops(WAN21_VAE, 33, 90, 160) < 2.6
+
+
+def test_hopper_datasheet_profiles_price_the_decode_at_the_measured_conv_rate(tmp_path):
+    """[compute] conv_peak_fraction (0.14, measured on an H200) prices the VAE decode where no curve
+    does; a profile without it (A100: not measured) keeps its efficiency; a bad value is refused."""
+    from dspbench.cost.hardware import from_dict
+    cfg = RunConfig(**{**WAN, "gpus": 1, "sp": 1})
+    for name, fraction in (("h100-ib", 0.14), ("h800-nvlink", 0.14), ("a100-ib", None)):
+        prof = load_profile(name)
+        assert prof.conv_peak_fraction == fraction and "compute.conv_peak_fraction" in prof.sources or fraction is None
+        rec = predicted_record(cfg, prof)
+        rate = prof.peak_flops["bf16"] * fraction if fraction else prof.flops("bf16")
+        assert rec["predicted_stages_s"]["vae_decode"] == pytest.approx(rec["pipeline"]["flops"]["vae_decode"] / rate)
+    with pytest.raises(ValueError, match="conv_peak_fraction must be in"):
+        from_dict({**load_profile("h100-ib").raw, "compute": {"efficiency": 0.45, "conv_peak_fraction": 1.4}})

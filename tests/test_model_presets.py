@@ -148,3 +148,19 @@ def test_models_lists_presets_with_published_counts_and_native_sizes(capsys):
     assert (hv["video"], hv["T"], hv["S"]) == ("129x720x1280", 33, 3600) and hv["published_params"] == 12.82e9
     assert hv["flops_per_step"] > 1e15 and rows["stdit-xl"]["video"] == ""
     assert (hv["depth"], hv["single_depth"], hv["text_stream"]) == (20, 40, "dual")
+
+
+@pytest.mark.parametrize("decoder,why", [
+    ("channels = [128, 256]\n", "[vae] describes a decoder but is missing latent_channels, layers_per_block"),
+    ("channels = [128, 200]\nlayers_per_block = 2\nlatent_channels = 16\n", "each a multiple of the first"),
+    ("channels = [128, 256]\nlayers_per_block = 0\nlatent_channels = 16\n", "layers_per_block must be an integer >= 1"),
+    ("channels = [128, 256]\nlayers_per_block = 2\nlatent_channels = 16\nmid_attention = 1\n",
+     "mid_attention must be true or false"),
+])
+def test_a_bad_vae_decoder_exits_2_naming_the_field(tmp_path, capsys, decoder, why):
+    f = tmp_path / "bad.toml"
+    f.write_text("[model]\nlayout = 'full3d'\ndepth = 2\nhidden = 64\nheads = 4\n[vae]\ntime = 4\nheight = 8\n"
+                 f"width = 8\ncausal = true\n{decoder}[published]\nparams = 1e9\nsource = 'x'\n")
+    rc, path = _predict(tmp_path, str(f))
+    err = capsys.readouterr().err
+    assert rc == 2 and why in err and str(f) in err and not path.exists()

@@ -96,6 +96,7 @@ class Profile:
     gemm_dtype: str = ""
     calibration: dict = field(default_factory=dict)        # measured ranges, load, warnings (calibrate/quality.py)
     curve: dict = field(default_factory=dict)               # [compute.curve]: size-aware rates, host costs (cost/curve.py)
+    conv_peak_fraction: float | None = None  # [compute]: the VAE decode's fraction of peak where no curve says (cost/pipeline.py)
     kind: str = "datasheet"
     sources: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict, compare=False, repr=False)
@@ -204,7 +205,16 @@ def from_dict(d: dict) -> Profile:
         method_overhead_sp=int(comp.get("method_overhead_sp") or 0),
         gemm_flops_per_s=dict(comp.get("gemm_flops_per_s", {})), gemm_dtype=comp.get("gemm_dtype", ""),
         calibration=dict(d.get("calibration", {})), curve=dict(comp.get("curve", {})),
+        conv_peak_fraction=_fraction_or_none(comp.get("conv_peak_fraction")),
         sources=dict(d.get("sources", {})), raw=d)
+
+
+def _fraction_or_none(v) -> float | None:
+    if v is None:
+        return None
+    if not 0 < float(v) <= 1:
+        raise ValueError(f"[compute] conv_peak_fraction must be in (0, 1], got {v!r}")
+    return float(v)
 
 
 def load_profile(name_or_path: str) -> Profile:

@@ -9,7 +9,8 @@ and, for the VAE, its variant:
 - `vae_decode`: the VAE decoder of models/vae.py (Wan 2.1's causal 3-D structure for full3d, Stable
   Diffusion's 2-D one frame by frame for OpenSora 1.0's STDiT) on the video's latents: its FLOPs
   counted on the meta device, at the curve's `conv_peak_fraction` of peak (0.14 measured on an H200
-  at 480p: results/gpu-h200/vae.json) or the profile's efficiency; `tiled` adds the overlaps' work,
+  at 480p: results/gpu-h200/vae.json), else the profile's `[compute] conv_peak_fraction` (the
+  Hopper datasheet profiles state that measurement), else the profile's efficiency; `tiled` adds the overlaps' work,
   `patch_parallel` is the decode over the SP group as methods/vae_patch.py runs it (xDiT's parallel
   VAE: latent rows split, halo rows exchanged before every spatial convolution, the middle
   attention's K and V all-gathered, the video's slabs all-gathered at the end): the rank with the
@@ -20,6 +21,8 @@ and, for the VAE, its variant:
 - `denoise`: the step model's prediction for the configuration (all sampling steps).
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 from dspbench.cost.comm import plan_times
 from dspbench.methods.comm.ledger import wire_bytes
@@ -42,15 +45,31 @@ TILE, OVERLAP = 32, 8          # latent rows per tile and shared (pipelines' def
 
 def pipeline_of(model: str, mcfg) -> tuple[str, VAEConfig]:
     """(text encoder, VAE decoder) of a model: a preset or model file names its encoder and its VAE's
-    compression (a causal 4x8x8 VAE decodes as Wan 2.1's, a per-frame 8x VAE as Stable Diffusion's);
-    built-ins go by their layout."""
+    compression (a causal 4x8x8 VAE decodes as Wan 2.1's, a per-frame 8x VAE as Stable Diffusion's),
+    and where it describes its decoder ([vae] channels, ...), that decoder; built-ins go by their layout."""
     from dspbench.models.registry import resolve
     entry = resolve(model)
     encoder, vae = LAYOUT_PIPELINE.get(mcfg.layout, ("t5-xxl", WAN21_VAE))
     if entry.path:
         encoder = entry.sampling.get("text_encoder", encoder)
         vae = WAN21_VAE if entry.vae.causal and entry.vae.time == 4 else SD_VAE if entry.vae.time == 1 else vae
+        vae = decoder_of(entry.vae, vae)
     return encoder, vae
+
+
+def decoder_of(v, like: VAEConfig) -> VAEConfig:
+    """The decoder a model file describes ([vae] channels, layers_per_block, ...), built like `like`
+    (the causal 3-D or per-frame 2-D family its compression picked), with its time doublings in the
+    deepest upsamplers, as CogVideoX's and Wan's decoders place them; `like` itself where the file
+    gives no decoder. Described decoders are diffusers' (their upsamplers keep the channels)."""
+    if not v.channels:
+        return like
+    ups = len(v.channels) - 1
+    doublings = (v.time.bit_length() - 1) if like.time_kernel > 1 else 0
+    return replace(like, z_channels=v.latent_channels, base=v.channels[0],
+                   mult=tuple(c // v.channels[0] for c in v.channels), res_blocks=v.layers_per_block,
+                   time_up=tuple(i < doublings for i in range(ups)), mid_attention=v.mid_attention,
+                   upsample_halves=False)
 
 
 def latent_grid(mcfg, frames: int, spatial: int) -> tuple[int, int, int]:
@@ -75,7 +94,8 @@ def stage_seconds(cfg, mcfg, profile, denoise_s: float, variant: str = "single")
     vae_flops *= cfg.batch
     curve = from_table(profile.curve)
     peak = float(profile.peak_flops.get(cfg.dtype) or rate)
-    vae_rate = peak * curve.conv_peak_fraction if curve else rate
+    conv = curve.conv_peak_fraction if curve else profile.conv_peak_fraction
+    vae_rate = peak * conv if conv else rate
     vae_s, vae_comm = vae_flops / vae_rate, None
     if variant == "patch_parallel":
         vae_s, vae_comm = patch_parallel(cfg, vae, profile, (T, H, W), vae_rate)
