@@ -17,6 +17,8 @@ bound memory, and costs the overlap's extra work (`tiled_flops`).
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 import torch
@@ -169,6 +171,13 @@ class VAEDecoder(nn.Module):
 def output_shape(cfg: VAEConfig, T: int, H: int, W: int) -> tuple[int, int, int]:
     """(frames, height, width) decoded from T x H' x W' latents."""
     return 1 + cfg.time_scale * (T - 1), H * cfg.spatial_scale, W * cfg.spatial_scale
+
+
+@functools.lru_cache(maxsize=32)
+def decoder_params(cfg: VAEConfig) -> int:
+    """Parameters of the decoder (counted on the meta device: nothing is allocated)."""
+    with torch.device("meta"):
+        return sum(p.numel() for p in VAEDecoder(cfg).parameters())
 
 
 def decoder_flops(cfg: VAEConfig, T: int, H: int, W: int) -> int:

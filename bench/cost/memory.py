@@ -19,7 +19,12 @@ of the channels), except those its spec lists as `unsharded_saved`: Megatron-SP'
 inputs, kept full length for the weight gradients (Megatron-LM re-gathers them in the backward
 instead; Korthikanti's Table 2 assumes that). Measured on 2 and 4 ranks (tests/test_memory_saved.py),
 the saved tensors of Megatron-SP exceed DSP's by exactly this term. Checkpointing keeps each block's
-input and one block's activations during its recompute. Inference keeps one block's working set.
+input and one block's activations during its recompute. Inference (no autograd) keeps only what is
+live inside one block at its widest, the MLP: the block's input, its modulated norm, fc1's output and
+the activation's output (2 + 2 x mlp_hidden / hidden), or the attention's input, modulated input, q,
+k, v and output (6) if wider; plus the residual stream outside the block (1). On CPU, measured with
+the live-heap probe of `run`, a forward of stdit and full3d models came to 11 hidden-units per token
+at mlp ratio 4, as this says (tests/test_memory_infer.py); the training count (24-32) is 2-3x that.
 Comm buffers: the largest transient of the method's SP collectives (send + receive buffers) on
 top of the activations; the gradient all-reduce's flat buffer comes after the activations are
 freed, so the peak is static + max(activations + comm buffers, gradient buffer).
@@ -33,6 +38,8 @@ from dspbench.records.engine import BUCKET_ELEMS
 
 SELF_ATTN, CROSS_ATTN = 8, 5
 IO_ELEMS = 4            # embedder output, final-layer input, their gradients (per token, x hidden)
+ATTN_LIVE = 6           # inference: an attention's input, modulated input, q, k, v, output
+RESIDUAL_LIVE = 1       # inference: the residual stream outside the block being computed
 
 
 def mlp_elems(cfg: ModelConfig) -> float:
@@ -42,6 +49,11 @@ def mlp_elems(cfg: ModelConfig) -> float:
 def block_elems(cfg: ModelConfig) -> float:
     """Saved activation elements per token per block (the layout's blocks averaged), in units of hidden."""
     return (cfg.n_self_attn * SELF_ATTN + cfg.n_cross_attn * CROSS_ATTN) / cfg.n_blocks + mlp_elems(cfg)
+
+
+def infer_elems(cfg: ModelConfig) -> float:
+    """Live elements per token during a forward without autograd, in units of hidden (module docstring)."""
+    return max(ATTN_LIVE, 2 + 2 * cfg.mlp_hidden / cfg.hidden) + RESIDUAL_LIVE
 
 
 def n_blocks(cfg: ModelConfig) -> int:
@@ -76,10 +88,10 @@ def activation_bytes(cfg: ModelConfig, shape: Shape, sp: int, dtype: str, mode: 
     # Joint text (full3d): the text stream is replicated, whole on every rank (counted like tokens:
     # an upper bound, text tokens skip the MLP).
     tokens = shape.batch * shape.tokens / sp + (shape.batch * cfg.text_len if cfg.joint else 0)
+    if mode != "train":
+        return infer_elems(cfg) * C * b * tokens
     per_block = block_elems(cfg) * C * b * tokens
     io = IO_ELEMS * C * b * tokens
-    if mode != "train":
-        return per_block + io
     if cfg.grad_ckpt:
         return n_blocks(cfg) * C * b * tokens + per_block + io
     return n_blocks(cfg) * per_block + io

@@ -5,6 +5,9 @@
 - comm: every collective of the method's analytic plan (methods/spec.py, the formulas the ledger
   is tested against), priced per call by bench/cost/comm.py, SP and DP groups on their link level;
   sample mode repeats the forward plan per denoising step, as the worker's formula does.
+- memory (bench/cost/memory.py): the DiT's; in sample mode on a GPU profile, plus the text
+  encoder's and VAE's weights every GPU holds (bench/cost/pipeline.py resident_bytes). A CPU run
+  loads neither (synthetic caption features and latents), so CPU profiles leave them out.
 - compute: analytic FLOPs (models/params.py; train = 3x forward, 4x with checkpointing) of this
   rank's 1/sp of the micro-batch, at the profile's achievable FLOP/s for the dtype.
 - dispatch (calibrated profiles): module_overhead_s x the model's modules per forward+backward,
@@ -30,7 +33,7 @@ from dspbench.records.config import RunConfig, flops_factors
 from dspbench.cost.comm import engine_ops, plan_times, plan_wire
 from dspbench.cost.curve import device_seconds, forward_costs, from_table
 from dspbench.cost.memory import memory, opt_state_bytes
-from dspbench.cost.hardware import Profile
+from dspbench.cost.hardware import Profile, on_gpu
 from dspbench.methods import Dims, get_method
 from dspbench.methods.spec import cfg_exchange_op
 from dspbench.models.dtypes import dtype_size
@@ -174,6 +177,10 @@ def predict(cfg: RunConfig, profile: Profile, compiled: bool = False) -> Predict
     factor = flops_factor(cfg) / halves   # per rank: CFG parallel runs one of the two passes
     compute = compute_seconds(cfg, mcfg, spec, sp, profile, compiled, T, S)
     mem = memory(spec, mcfg, shape, sp, dims.dp, cfg.dtype, cfg.mode, plan, zero)
+    if cfg.mode == "sample" and on_gpu(profile):   # the whole pipeline on each GPU (pipeline.resident_bytes)
+        from dspbench.cost.pipeline import resident_bytes
+        resident = resident_bytes(cfg, mcfg)
+        mem = {**mem, **resident, "peak": mem["peak"] + sum(resident.values())}
     state_bytes = opt_state_bytes(cfg.dtype, zero)        # per parameter (cost_memory.static_bytes)
     optimizer = mem["optimizer"] / state_bytes * OPT_BYTES[cfg.dtype] / profile.optimizer_rate()
 

@@ -29,7 +29,7 @@ from dspbench.methods.comm.ledger import wire_bytes
 from dspbench.methods.dims import Dims
 from dspbench.methods.vae_patch_plan import plan, rank_flops
 from dspbench.models.dtypes import dtype_size
-from dspbench.models.vae import SD_VAE, WAN21_VAE, VAEConfig, decoder_flops, tiled_flops
+from dspbench.models.vae import SD_VAE, WAN21_VAE, VAEConfig, decoder_flops, decoder_params, tiled_flops
 
 # encoder parameters (the encoder stack only): T5 v1.1 XXL 4.76B (OpenSora, Latte, CogVideoX),
 # umT5-XXL 5.7B (Wan 2.1); sources in docs/gpu-evidence.md. Step-Video's Step-LLM has no published
@@ -70,6 +70,16 @@ def decoder_of(v, like: VAEConfig) -> VAEConfig:
                    mult=tuple(c // v.channels[0] for c in v.channels), res_blocks=v.layers_per_block,
                    time_up=tuple(i < doublings for i in range(ups)), mid_attention=v.mid_attention,
                    upsample_halves=False)
+
+
+def resident_bytes(cfg, mcfg) -> dict[str, float]:
+    """What the rest of the pipeline keeps on every GPU while the DiT denoises: the text encoder's and
+    the VAE decoder's weights in the model's dtype. xDiT and diffusers load the whole pipeline onto
+    each device (`pipe.to(device)`); CPU offload is not modelled. The decode's own activations come
+    after the DiT's are freed and depend on its tiling: not added."""
+    encoder, vae = pipeline_of(cfg.model, mcfg)
+    b = dtype_size(cfg.dtype)
+    return {"text_encoder": TEXT_ENCODERS[encoder] * b, "vae": float(decoder_params(vae) * b)}
 
 
 def latent_grid(mcfg, frames: int, spatial: int) -> tuple[int, int, int]:
