@@ -76,14 +76,38 @@ def test_a_toml_copy_given_by_path_predicts_what_the_name_does(tmp_path, capsys,
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_every_preset_predicts_a_sampled_video_end_to_end(tmp_path, capsys, name):
-    """`predict --mode sample` at the preset's native size, with its text encoder and VAE priced."""
+    """`predict --mode sample` at the preset's native size, with its text encoder and VAE priced. Step-Video
+    (30B) is served tensor-parallel on 80 GB GPUs: replicated by SP, its weights and its 8B text encoder
+    (75 GB) do not fit an H100, as the next test shows."""
     video = resolve(name).sampling["video"]
-    rc = main(["predict", "--model", name, "--video", video, "--mode", "sample", "--method", "usp", "--gpus", "8",
+    method = "megatron_sp" if name == "step-video-t2v" else "usp"
+    rc = main(["predict", "--model", name, "--video", video, "--mode", "sample", "--method", method, "--gpus", "8",
                "--sp", "8", "--hardware", "h100-ib", "--dtype", "bf16", "--records-file", str(tmp_path / "p.jsonl"),
                "--json"])
     rec = json.loads(capsys.readouterr().out)
     assert rc == 0 and rec["status"] == "predicted" and rec["video"] == video, rec.get("error")
     assert rec["params"] == param_count(resolve(name).config) and rec["predicted_stages_s"]["text_encode"] > 0
+
+
+def test_sample_mode_memory_holds_the_whole_pipeline_on_a_gpu(tmp_path, capsys):
+    """Every GPU keeps the text encoder and the VAE beside the DiT while it denoises: Step-Video over
+    SP 8 replicates 58.7 GB of DiT and 16.1 GB of encoder, more than an H100 holds; tensor parallel
+    fits. A CPU profile's sample-mode prediction leaves them out (a CPU run loads neither)."""
+    def predict(method, hardware="h100-ib", *workload):
+        main(["predict", *(workload or ("--model", "step-video-t2v", "--video", "208x544x992")), "--mode", "sample",
+              "--method", method, "--gpus", "8", "--sp", "8", "--hardware", hardware,
+              "--records-file", str(tmp_path / "p.jsonl"), "--json"])
+        return json.loads(capsys.readouterr().out)
+    sp, tp = predict("ulysses"), predict("megatron_sp")
+    assert sp["status"] == "oom" and tp["status"] == "predicted"
+    assert sp["predicted_mem"]["text_encoder"] == pytest.approx(8.03e9 * 2) and sp["predicted_mem"]["vae"] > 0
+    mem = tp["predicted_mem"]
+    assert mem["peak"] == pytest.approx(mem["weights"] + mem["activations"] + mem["comm_buffers"] + mem["text_encoder"] + mem["vae"])
+    main(["predict", "--model", "full3d-tiny", "--frames", "8", "--spatial", "64", "--mode", "sample", "--method",
+          "ulysses", "--gpus", "4", "--sp", "4", "--hardware", "emulated-cpu", "--records-file", str(tmp_path / "c.jsonl"),
+          "--json"])
+    cpu = json.loads(capsys.readouterr().out)
+    assert cpu["status"] == "predicted" and "text_encoder" not in cpu["predicted_mem"]
 
 
 @pytest.mark.parametrize("body,why", [

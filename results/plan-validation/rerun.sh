@@ -4,8 +4,9 @@
 # written to OUT/profile-RATE/), then for each held-out shape T:S of stdit-tiny: `plan --top 3
 # --emit-sweep --repeats 3`, the emitted sweep on SLURM, a wait for its jobs, `plan.check`; the cluster
 # down at the end. Nothing is fit: the profile is measured once, before any shape runs.
-#   [ITERS=N] bash results/plan-validation/rerun.sh RATE OUT T:S [T:S ...]   e.g. 200mbit results/plan-validation/quiet 32:64 4:512
+#   [ITERS=N] [REPEATS=R] bash results/plan-validation/rerun.sh RATE OUT T:S [T:S ...]   e.g. 200mbit results/plan-validation/quiet 32:64 4:512
 # ITERS: timed steps per configuration (default 5, run's default); other than 5 it names the folders -i<N>.
+# REPEATS: measurements of each configuration (default 3); other than 3 it names the folders -r<R>.
 # A profile already in OUT/profile-RATE/ is reused (one calibration per rate), never re-measured.
 # Each shape's folder OUT/<rate>-stdit-tiny-T<T>-S<S>[-i<ITERS>]/ gets plan.json, sweep.toml, results/, check.md,
 # check.json and run.log (the load average when its sweep started and ended).
@@ -13,6 +14,7 @@ set -Eeuo pipefail
 RATE=${1:?RATE (200mbit, 1gbit)}; OUT=${2:?OUT folder}; shift 2
 (($# > 0)) || { echo "rerun.sh: name at least one shape T:S" >&2; exit 2; }
 ITERS=${ITERS:-5}
+REPEATS=${REPEATS:-3}
 PY=$PWD/.venv/bin/python
 CLUSTER="bash slurm/local_cluster.sh"
 PROFILE=$OUT/profile-$RATE/tiers-profile.toml
@@ -34,10 +36,10 @@ fi
 
 for shape in "$@"; do
     T=${shape%%:*}; S=${shape##*:}
-    P=$OUT/$RATE-stdit-tiny-T$T-S$S$( ((ITERS == 5)) || echo "-i$ITERS")
+    P=$OUT/$RATE-stdit-tiny-T$T-S$S$( ((ITERS == 5)) || echo "-i$ITERS")$( ((REPEATS == 3)) || echo "-r$REPEATS")
     mkdir -p "$P"
     "$PY" -m dspbench.cli plan --model stdit-tiny --frames "$T" --spatial "$S" --mode train --gpus 4 \
-        --hardware "$PROFILE" --top 3 --emit-sweep "$P/sweep.toml" --cluster local_multinode --repeats 3 \
+        --hardware "$PROFILE" --top 3 --emit-sweep "$P/sweep.toml" --cluster local_multinode --repeats "$REPEATS" \
         --iters "$ITERS" --json > "$P/plan.json"
     { stamp start
       $CLUSTER exec "$PWD/.venv/bin/dspbench" sweep "$P/sweep.toml" --executor slurm --results "$P/results"
