@@ -10,6 +10,15 @@ from dspbench.facts.args import add_field, add_model_args
 from dspbench.records.config import DTYPES, MODES, RunConfig
 
 
+# RunConfig fields that say how the emitted sweep measures (not priced): declared here once, read
+# back by command.command_line to record them
+SWEEP_FIELDS = ("warmup", "iters")
+
+
+def sweep_fields():
+    return [f for f in fields(RunConfig) if f.name in SWEEP_FIELDS]
+
+
 def add_plan_args(p: argparse.ArgumentParser) -> None:
     d = RunConfig()
     g = p.add_argument_group("workload (the model flags of `run`)")
@@ -48,9 +57,8 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     o.add_argument("--repeats", type=int, default=1,
                    help="the emitted sweep's [sweep] repeats: each configuration measured N times (plan.check "
                         "takes the median), so noise does not decide the measured order")
-    for f in fields(RunConfig):        # how the emitted sweep measures (not priced): more timed steps, less noise
-        if f.name in ("warmup", "iters"):
-            add_field(o, f)
+    for f in sweep_fields():           # how the emitted sweep measures: more timed steps, less noise
+        add_field(o, f)
     o.add_argument("--report", default=None, metavar="DIR",
                    help="write plan.json and render the report (table, frontier and crossover figures) in DIR")
 

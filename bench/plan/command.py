@@ -13,8 +13,8 @@ from dspbench.plan.axes import Request, all_methods
 from dspbench.plan.build import plan
 from dspbench.plan.rank import describe
 from dspbench.plan.text import render
-from dspbench.facts.args import config_from_args
-from dspbench.records.config import RunConfig
+from dspbench.facts.args import config_from_args, flag_of
+from dspbench.plan.cli import sweep_fields
 
 
 def request_of(args, profile: Profile) -> Request:
@@ -75,9 +75,9 @@ def command_line(args) -> str:
         parts += ["--what-if", w]
     if args.emit_sweep and args.repeats != 1:
         parts += ["--repeats", str(args.repeats)]
-    for flag, value, default in (("--warmup", cfg.warmup, RunConfig.warmup), ("--iters", cfg.iters, RunConfig.iters)):
-        if args.emit_sweep and value != default:
-            parts += [flag, str(value)]
+    for f in sweep_fields():
+        if args.emit_sweep and getattr(cfg, f.name) != f.default:
+            parts += [flag_of(f), str(getattr(cfg, f.name))]
     return shlex.join(parts)
 
 
