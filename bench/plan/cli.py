@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from dataclasses import fields
 
 from dspbench.facts.args import add_field, add_model_args
+from dspbench.plan.measuring import sweep_fields
 from dspbench.records.config import DTYPES, MODES, RunConfig
-
-
-# RunConfig fields that say how the emitted sweep measures (not priced): declared here once, read
-# back by command.command_line to record them
-SWEEP_FIELDS = ("warmup", "iters")
-
-
-def sweep_fields():
-    return [f for f in fields(RunConfig) if f.name in SWEEP_FIELDS]
 
 
 def add_plan_args(p: argparse.ArgumentParser) -> None:

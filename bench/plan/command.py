@@ -14,7 +14,7 @@ from dspbench.plan.build import plan
 from dspbench.plan.rank import describe
 from dspbench.plan.text import render
 from dspbench.facts.args import config_from_args, flag_of
-from dspbench.plan.cli import sweep_fields
+from dspbench.plan.measuring import sweep_fields
 
 
 def request_of(args, profile: Profile) -> Request:
