@@ -8,12 +8,9 @@ from dspbench.facts.args import add_run_args
 
 
 def add_predict_args(p: argparse.ArgumentParser) -> None:
-    add_run_args(p)   # its --hardware (optional for run) is required here: checked in cmd_predict
-    for action in p._actions:      # unset: the profile's device decides (cost/hardware.py device_defaults)
-        if action.dest == "dtype":
-            action.default, action.help = None, "model dtype (default: bf16 on a GPU profile, fp32 on a CPU one)"
-        elif action.dest == "backend":
-            action.default, action.help = None, "torch.distributed backend priced (default: nccl on a GPU profile, gloo on a CPU one)"
+    # its --hardware (optional for run) is required here: checked in cmd_predict; an unset --dtype/--backend
+    # is the profile's device's (cost/hardware.py device_defaults)
+    add_run_args(p, by_profile=True)
     g = p.add_argument_group("prediction only")
     g.add_argument("--compiled", action="store_true",
                    help="price the host costs of torch.compile instead of eager (profiles with a [compute.curve])")

@@ -19,8 +19,9 @@ def _fields_in(group: str) -> list[Field]:
     return [f for f in fields(RunConfig) if f.metadata["cli"].group == group]
 
 
-def add_field(g, f: Field) -> None:
-    """One RunConfig field as an argparse option, from its declaration."""
+def add_field(g, f: Field, **override) -> None:
+    """One RunConfig field as an argparse option, from its declaration (`override`: argparse keywords
+    that replace the declared ones, e.g. a default left to the hardware profile)."""
     opt = f.metadata["cli"]
     # the parsers show argparse's defaults; a None there stands for the declared one
     shown = f"{opt.help} (default {f.default})" if opt.unset_default else opt.help
@@ -30,7 +31,7 @@ def add_field(g, f: Field) -> None:
     else:
         kw.update(default=None if opt.unset_default else f.default, type=opt.type or type(f.default))
         kw.update({k: v for k, v in (("choices", opt.choices), ("metavar", opt.metavar)) if v})
-    g.add_argument(flag_of(f), **kw)
+    g.add_argument(flag_of(f), **{**kw, **override})
 
 
 def add_model_args(g) -> None:
@@ -42,7 +43,14 @@ def add_model_args(g) -> None:
                    help="override a field of the model (repeatable), e.g. --model-set depth=2 --model-set hidden=128")
 
 
-def add_run_args(p: argparse.ArgumentParser) -> None:
+# Fields a hardware profile's device decides when the command line leaves them unset (`predict`:
+# bench/cost/hardware.py device_defaults)
+BY_PROFILE = {"dtype": "model dtype (default: bf16 on a GPU profile, fp32 on a CPU one)",
+              "backend": "torch.distributed backend priced (default: nccl on a GPU profile, gloo on a CPU one)"}
+
+
+def add_run_args(p: argparse.ArgumentParser, by_profile: bool = False) -> None:
+    """`run`'s flags from RunConfig; by_profile: --dtype/--backend default to None (BY_PROFILE)."""
     groups = {name: p.add_argument_group(title) for name, title in GROUP_TITLES.items()}
     for f in fields(RunConfig):
         group = f.metadata["cli"].group
@@ -50,7 +58,10 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
             if f is _fields_in("model")[0]:
                 add_model_args(groups["config"])
             continue
-        add_field(groups[group], f)
+        if by_profile and f.name in BY_PROFILE:
+            add_field(groups[group], f, default=None, help=BY_PROFILE[f.name])
+        else:
+            add_field(groups[group], f)
     groups["execution"].add_argument(
         "--hardware", default=None,
         help="hardware profile (bench/cost/profiles/*.toml or a calibrated .toml): resolves --sp auto")
