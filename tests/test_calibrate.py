@@ -83,8 +83,9 @@ def test_one_rank_calibrates_compute_of_one_block_onto_a_base_profile(tmp_path, 
 
 
 def test_method_overheads_are_calibrated_at_one_shape_and_applied_at_that_sp_only(tmp_path, capsys):
-    """`--methods`: each method trains at the calibration shape; the residual over the profile's own
-    prediction is stored per method, so the calibration shape predicts its measured step again."""
+    """`--methods`: each method trains at the calibration shape; the signed residual over the profile's
+    own prediction is stored per SP degree and method, so the calibration shape predicts its measured
+    step again (unless the floor at half the compute holds it)."""
     from dataclasses import replace
     from dspbench.cli import main
     from dspbench.cost.model import predict
@@ -92,17 +93,86 @@ def test_method_overheads_are_calibrated_at_one_shape_and_applied_at_that_sp_onl
     out = tmp_path / "p.toml"
     assert main(["calibrate", "--gpus", "2", "--sizes", "4K,64K", "--iters", "2", "--warmup", "0",
                  "--compute-iters", "2", "--frames", "4", "--spatial", "16", "--threads", "1",
-                 "--methods", "dsp,ring", "--output", str(out), "--json", "--force"]) == 0
+                 "--methods", "dsp,ring", "--method-iters", "3", "--output", str(out), "--json", "--force"]) == 0
     res = json.loads(capsys.readouterr().out)
     prof = load_profile(str(out))
-    assert set(prof.method_overhead_s) == {"dsp", "ring"} and prof.method_overhead_sp == 2
-    for m, got in res["methods"].items():
-        assert prof.method_overhead_s[m] >= 0 and f"minus this profile's prediction" in prof.sources[f"compute.method_overhead_s.{m}"]
+    assert set(prof.method_overhead_s) == {2} and set(prof.method_overhead_s[2]) == {"dsp", "ring"}
+    for m, got in res["methods"]["2"].items():
+        over = prof.method_overhead_s[2][m]
+        assert "minus this profile's prediction" in prof.sources[f"compute.method_overhead_s.2.{m}"]
         cfg = RunConfig.from_dict(got["config"])
-        assert (cfg.frames, cfg.spatial, cfg.sp, cfg.mode) == (4, 16, 2, "train")
-        step = predict(cfg, prof).step_s
-        assert step == pytest.approx(max(got["step_s"], step - prof.method_overhead_s[m]))   # reproduces itself
+        assert (cfg.frames, cfg.spatial, cfg.sp, cfg.mode, cfg.iters) == (4, 16, 2, "train", 3)
+        assert len(got["step_times_s"]) == 3
         without = predict(cfg, replace(prof, method_overhead_s={})).compute_s
-        assert predict(cfg, prof).compute_s == pytest.approx(without + prof.method_overhead_s[m])
+        assert predict(cfg, prof).compute_s == pytest.approx(max(without + over, without / 2))
+        if without + over > without / 2:       # reproduces itself
+            assert predict(cfg, prof).step_s == pytest.approx(got["step_s"])
         for other in (replace(cfg, mode="infer"), replace(cfg, gpus=4, sp=4)):      # not where it was not measured
             assert predict(other, prof).compute_s == pytest.approx(predict(other, replace(prof, method_overhead_s={})).compute_s)
+
+
+def test_method_overheads_are_signed_per_sp_and_floored_at_half_the_compute():
+    """A method the model over-prices gets a negative term (the measured step is the truth); each SP
+    degree carries its own; a term larger than half the step's compute stops there."""
+    from dataclasses import replace
+    from dspbench.cost.model import predict
+    from dspbench.records.config import RunConfig
+    prof = load_profile("h100-ib")
+    cfg = RunConfig(method="ring", model="stdit-small", frames=16, spatial=64, gpus=4, sp=2)
+    base = predict(cfg, prof).compute_s
+    terms = {2: {"ring": -0.1 * base}, 4: {"ring": 5.0}}
+    assert predict(cfg, replace(prof, method_overhead_s=terms)).compute_s == pytest.approx(0.9 * base)
+    assert predict(cfg, replace(prof, method_overhead_s={2: {"ring": -10 * base}})).compute_s == pytest.approx(base / 2)
+    four = replace(cfg, sp=4)
+    assert predict(four, replace(prof, method_overhead_s=terms)).compute_s == pytest.approx(
+        predict(four, prof).compute_s + 5.0)
+    dsp = replace(cfg, method="dsp")
+    assert predict(dsp, replace(prof, method_overhead_s=terms)).compute_s == pytest.approx(predict(dsp, prof).compute_s)
+
+
+def test_method_overheads_read_the_older_one_degree_form_and_refuse_a_mix():
+    from dspbench.cost.hardware import from_dict
+    old = from_dict({"name": "x", "compute": {"method_overhead_s": {"dsp": 0.01}, "method_overhead_sp": 4}})
+    assert old.method_overhead_s == {4: {"dsp": 0.01}}
+    new = from_dict({"name": "x", "compute": {"method_overhead_s": {"2": {"dsp": -0.01}, "4": {"ring": 0.02}}}})
+    assert new.method_overhead_s == {2: {"dsp": -0.01}, 4: {"ring": 0.02}}
+    for bad in ({"method_overhead_s": {"dsp": 0.01}},                                   # no degree
+                {"method_overhead_s": {"dsp": 0.01, "2": {"ring": 0.0}}, "method_overhead_sp": 2}):   # a mix
+        with pytest.raises(ValueError, match="method_overhead_s"):
+            from_dict({"name": "x", "compute": bad})
+
+
+def test_written_method_overheads_survive_the_toml_round_trip(tmp_path):
+    from dspbench.cost.hardware import dumps
+    d = {"name": "x", "compute": {"method_overhead_s": {"2": {"dsp": -0.0125}, "4": {"usp": 0.03}}}}
+    (tmp_path / "p.toml").write_text(dumps(d))
+    assert load_profile(str(tmp_path / "p.toml")).method_overhead_s == {2: {"dsp": -0.0125}, 4: {"usp": 0.03}}
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--methods", "dsp", "--method-sp", "3"], "--method-sp 3 does not divide --gpus 4"),
+    (["--methods", "no_such_method"], "no_such_method"),
+    (["--methods", "dsp,ulysses", "--method-sp", "2,4", "--heads-of-a-3-rank-world"], "--methods ulysses at --method-sp 3"),
+    (["--methods", "dsp", "--method-iters", "0"], "iters must be >= 1"),
+])
+def test_impossible_method_calibrations_exit_2_before_any_rank_starts(tmp_path, capsys, extra, message):
+    from dspbench.cli import main
+    out = tmp_path / "p.toml"
+    args = ["calibrate", "--gpus", "4", "--frames", "4", "--spatial", "16", "--output", str(out)]
+    if "--heads-of-a-3-rank-world" in extra:     # stdit-tiny's 4 heads do not split 3 ways
+        args, extra = args[:2] + ["3"] + args[3:], ["--methods", "dsp,ulysses", "--method-sp", "3"]
+    assert main(args + extra) == 2
+    assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_methods_all_is_every_registered_method_but_the_baseline_and_leaves_out_what_cannot_run(capsys):
+    from dspbench.calibrate.command import method_list
+    from dspbench.calibrate.methods import method_runs
+    from dspbench.methods import available
+    assert method_list("all") == [m for m in available() if m != "single"] and "dsp" in method_list("all")
+    assert method_list(" dsp, ring ,") == ["dsp", "ring"]
+    opts = {"model": "stdit-tiny", "frames": 4, "spatial": 16, "batch": 1, "dtype": "fp32", "backend": "gloo"}
+    runs = method_runs(["dsp", "ulysses"], opts, [1, 3], 3, skip_unsupported=True)
+    assert runs == {1: ["dsp", "ulysses"], 3: ["dsp"]}
+    assert "leaving out ulysses at sp 3: ulysses splits attention heads" in capsys.readouterr().err

@@ -47,10 +47,15 @@ def add_calibrate_args(p: argparse.ArgumentParser) -> None:
                    help="comma-separated hidden widths C: forward+backward GEMM FLOP/s of a block's linears at C "
                         "and split C/n for every n dividing the world (tensor-parallel widths; bench/calibrate/gemm.py)")
     m.add_argument("--methods", default="",
-                   help="comma-separated methods whose own per-step work (beyond FLOPs and collectives: layout "
-                        "copies, a ring's per-hop merges, waits at each synchronisation) is measured: each trains "
-                        "at this shape and --sp; measured step - the profile's prediction of it is "
-                        "[compute] method_overhead_s (bench/calibrate/methods.py)")
+                   help="`all` or comma-separated methods whose own per-step work (beyond FLOPs and collectives: "
+                        "layout copies, a ring's per-hop merges, waits at each synchronisation) is measured: each "
+                        "trains at this shape and each --method-sp; measured step - the profile's prediction of it "
+                        "(signed) is [compute] method_overhead_s (bench/calibrate/methods.py)")
+    m.add_argument("--method-sp", default="",
+                   help="comma-separated SP degrees the --methods train at, each applied only at its degree "
+                        "(default: --sp; calibrate the degrees you will predict, e.g. 2,4 on 4 ranks)")
+    m.add_argument("--method-iters", type=int, default=5,
+                   help="timed steps per method and degree (after 2 warm-up steps)")
     m.add_argument("--depth", type=int, default=0,
                    help="blocks in the benchmarked model (0: the model's; 1: one block, e.g. STDiT-XL at paper "
                         "shapes on one GPU); FLOP/s is per analytic FLOP of that depth")

@@ -220,7 +220,7 @@ def calibrate_rank(opts: dict) -> dict | None:
     a2a_styles = (bench_a2a_styles(opts["sizes"], opts["iters"], opts["warmup"], device)
                   if "all_to_all" in ops and opts["sizes"] else None)
     from dspbench.calibrate.methods import bench_methods
-    methods = bench_methods(opts.get("methods", ()), opts, sp) if ops else {}
+    methods = bench_methods(opts.get("method_runs", {}), opts) if ops else {}
     recheck = bench_compute(*shard, 2, device, opts.get("depth", 0))["fwd_bwd_s"]
     compute["recheck_s"] = recheck
     facts = comm.all_gather_object({"compute": compute, "rank": _rank_facts(device)})

@@ -81,6 +81,14 @@ def write_nccl_tests(result: dict, folder: str) -> None:
             Path(folder, f"{binary}.log").write_text(format_test(op, mine, result["ranks"]))
 
 
+def method_list(text: str) -> list[str]:
+    """--methods: `all` (every registered method but the no-SP baseline) or a comma-separated list."""
+    if text.strip() == "all":
+        from dspbench.methods import available
+        return [m for m in available() if m != "single"]
+    return [m.strip() for m in text.split(",") if m.strip()]
+
+
 def cmd_calibrate(args) -> int:
     if args.from_nccl_tests:
         return cmd_from_logs(args)
@@ -93,7 +101,12 @@ def cmd_calibrate(args) -> int:
     opts["gemm_widths"] = [int(w) for w in args.gemm_widths.split(",") if w.strip()]
     opts["sizes"] = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
     opts["ops"] = [o.strip() for o in args.ops.split(",") if o.strip()]
-    opts["methods"] = [m.strip() for m in args.methods.split(",") if m.strip()]
+    opts["method_iters"] = args.method_iters
+    opts["method_runs"] = {}
+    if methods := method_list(args.methods):
+        from dspbench.calibrate.methods import method_runs
+        sps = [int(x) for x in args.method_sp.split(",") if x.strip()] or [args.sp or args.gpus]
+        opts["method_runs"] = method_runs(methods, opts, sps, args.gpus, skip_unsupported=args.methods.strip() == "all")
     opts.update(tiers=args.tiers, gpus_per_node=args.gpus_per_node)
     if args.tiers and args.gpus_per_node < 1:
         raise ValueError("--tiers needs --gpus-per-node R (the ranks of one node; ranks are placed node-major)")

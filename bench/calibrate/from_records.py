@@ -21,9 +21,8 @@ refused. Two constants do not carry across shapes far from the records' (on the 
 Wan 1.3B and STDiT-XL S 256 samples came out +27% to +96%, docs/cost-model.md): fit on records
 at the shapes you will predict.
 Methods, as the emulated protocol does (bench/calibrate/methods.py): every other method's training
-steps at one SP degree (the most recorded one), measured minus this profile's prediction of
-that step (median over its records, never below 0), is `method_overhead_s[method]` at
-`method_overhead_sp`.
+steps at each SP degree recorded, measured minus this profile's prediction of that step (median
+over its records, signed), is `method_overhead_s[sp][method]`.
 """
 from __future__ import annotations
 
@@ -135,24 +134,19 @@ def _two_terms(rows: list[tuple[float, float]]) -> tuple[float, float]:
     return sa / saa, 0.0
 
 
-def method_overheads(prof: dict, recs: list) -> tuple[dict, int | None, dict]:
-    """({method: s}, sp, sources) from every non-baseline method's training records at one SP."""
+def method_overheads(prof: dict, recs: list) -> tuple[dict, dict]:
+    """({"<sp>": {method: s}}, sources) from every non-baseline method's training records, per SP degree."""
     train = [(w, r) for w, r in recs if r.get("mode") == "train" and r["method"] != BASELINE]
-    if not train:
-        return {}, None, {}
-    sp = Counter(int(r["sp"]) for _, r in train).most_common(1)[0][0]
     profile = from_dict(prof)
     over, src = {}, {}
-    for m in sorted({r["method"] for _, r in train}):
+    for m, sp in sorted({(r["method"], int(r["sp"])) for _, r in train}):
         mine = [(w, r) for w, r in train if r["method"] == m and int(r["sp"]) == sp]
-        if not mine:
-            continue
-        res = [r["step_time_median_s"] - predict(config_of(r), profile).step_s for _, r in mine]
-        over[m] = max(0.0, statistics.median(res))
-        src[f"compute.method_overhead_s.{m}"] = (
+        res = statistics.median(r["step_time_median_s"] - predict(config_of(r), profile).step_s for _, r in mine)
+        over.setdefault(str(sp), {})[m] = res
+        src[f"compute.method_overhead_s.{sp}.{m}"] = (
             f"measured steps of {m} at sp={sp} ({', '.join(w for w, _ in mine)}) minus this profile's prediction "
-            f"of each, median {statistics.median(res) * 1e3:.1f} ms (never below 0)")
-    return over, sp, src
+            f"of each, median {res * 1e3:.1f} ms")
+    return over, src
 
 
 def apply_records(d: dict, root: str, force: bool = False) -> list[str]:
@@ -173,9 +167,9 @@ def apply_records(d: dict, root: str, force: bool = False) -> list[str]:
            "FLOPs / (peak x efficiency) + modules x module_overhead_s, least squares on relative error: ")
     src["compute.efficiency"] = how + "; ".join(lines)
     src["compute.module_overhead_s"] = how + f"{over * 1e6:.1f} us per module per forward+backward"
-    mo, sp, msrc = method_overheads(d, [(w, r) for w, r in recs if r["dtype"] == dtype])
+    mo, msrc = method_overheads(d, [(w, r) for w, r in recs if r["dtype"] == dtype])
     if mo:
-        comp.update(method_overhead_s=mo, method_overhead_sp=sp)
+        comp["method_overhead_s"] = mo
         src.update(msrc)
     d["kind"] = "calibrated"
     d["description"] = d.get("description", d["name"]) + f"; compute from the records under {root}"

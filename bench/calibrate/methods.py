@@ -7,54 +7,83 @@ all-to-alls, a ring's partial attention and merge per hop, and with more ranks t
 for the slowest rank at every synchronisation. On the held-out protocol that work was 15-40 ms per
 step here (docs/cost-model.md), a method-dependent share the ratios miss.
 
-`--methods` trains each listed method at the calibration shape and SP (bench/run/worker.py run_rank,
-the step `dspbench run` times, warm-up 2 + 5 steps) inside the calibration's world; the profile's
-prediction of that same step, from the terms just calibrated, is subtracted, and the residual
-(never below 0) is `[compute] method_overhead_s`, applied by the model to training steps at the
-SP degree it was measured at (`method_overhead_sp`). One shape per method, not per configuration
-predicted: a held-out prediction never sees its own measurement.
+`--methods` trains each listed method (`all`: every registered one) at the calibration shape and at
+each SP degree of `--method-sp` (default the calibration's --sp) (bench/run/worker.py run_rank, the step
+`dspbench run` times, 2 warm-up + `--method-iters` steps) inside the calibration's world; the profile's
+prediction of that same step, from the terms just calibrated, is subtracted, and the residual is
+`[compute] method_overhead_s[sp][method]`, applied by the model to training steps at that SP degree.
+The residual is signed: where the model over-prices a method (its collectives overlap more than the
+model says), the step it measured is the truth and the term is negative (bench/cost/model.py keeps a
+step's compute above half). One shape per method and degree, not per configuration predicted: a
+held-out prediction never sees its own measurement.
 """
 from __future__ import annotations
 
 from dspbench.records.config import RunConfig
 
+WARMUP = 2
+
 
 def calibration_config(method: str, opts: dict, sp: int, world: int) -> RunConfig:
     return RunConfig(method=method, model=opts["model"], frames=opts["frames"], spatial=opts["spatial"],
                      batch=opts["batch"], gpus=world, sp=sp, dtype=opts["dtype"], backend=opts["backend"],
-                     launcher="env", warmup=2, iters=5)
+                     launcher="env", warmup=WARMUP, iters=opts.get("method_iters", 5))
 
 
-def bench_methods(methods, opts: dict, sp: int) -> dict:
-    """Every rank: train each method at the calibration shape; rank 0 gets {method: step samples}."""
+def method_runs(methods, opts: dict, sps, world: int, skip_unsupported: bool = False) -> dict[int, list[str]]:
+    """{sp: [method]} to train, checked before any rank starts: an SP degree that does not divide the
+    world, an unknown name or a bad field is a ValueError; so is a method that cannot run at a degree
+    (ValueError naming both), unless skip_unsupported (`--methods all`), which leaves it out and says why
+    on stderr."""
+    import sys
+    from dspbench.facts.build import unsupported_reason, validate
+    out = {}
+    for sp in sps:
+        if sp < 1 or world % sp:
+            raise ValueError(f"--method-sp {sp} does not divide --gpus {world}")
+        for m in methods:
+            cfg = calibration_config(m, opts, sp, world)
+            validate(cfg)
+            if why := unsupported_reason(cfg):
+                if not skip_unsupported:
+                    raise ValueError(f"--methods {m} at --method-sp {sp}: {why}")
+                print(f"dspbench calibrate: --methods all: leaving out {m} at sp {sp}: {why}", file=sys.stderr)
+                continue
+            out.setdefault(sp, []).append(m)
+    return out
+
+
+def bench_methods(runs: dict, opts: dict) -> dict:
+    """Every rank: train each method at the calibration shape at its SP degrees ({sp: [method]},
+    method_runs); rank 0 gets {"<sp>": {method: step samples}}."""
     from dspbench.methods.comm import layer as comm
     from dspbench.run.worker import run_rank
     out = {}
-    for m in methods:
-        cfg = calibration_config(m, opts, sp, comm.world_size())
-        res = run_rank(cfg)
-        if res is not None:
-            out[m] = {"step_s": res["step_time_median_s"], "step_times_s": res["step_times_s"],
-                      "config": cfg.to_dict()}
+    for sp, methods in runs.items():
+        for m in methods:
+            cfg = calibration_config(m, opts, int(sp), comm.world_size())
+            res = run_rank(cfg)
+            if res is not None:
+                out.setdefault(str(sp), {})[m] = {"step_s": res["step_time_median_s"],
+                                                  "step_times_s": res["step_times_s"], "config": cfg.to_dict()}
     return out
 
 
 def add_method_overheads(prof: dict, measured: dict, opts: dict) -> None:
-    """Into the profile dict: [compute] method_overhead_s {method: s} and method_overhead_sp, each
-    with its source (measured step, predicted step, the residual)."""
+    """Into the profile dict: [compute] method_overhead_s {sp: {method: s}}, each with its source
+    (measured step, predicted step, the residual)."""
     from dspbench.cost.hardware import from_dict
     from dspbench.cost.model import predict
     profile = from_dict(prof)           # the terms just calibrated, no method overhead yet
     comp, src = prof.setdefault("compute", {}), prof.setdefault("sources", {})
-    over, sp = {}, None
-    for m, got in measured.items():
-        cfg = RunConfig.from_dict(got["config"])
-        sp = int(cfg.sp)
-        pred = predict(cfg, profile).step_s
-        over[m] = max(0.0, got["step_s"] - pred)
-        src[f"compute.method_overhead_s.{m}"] = (
-            f"measured: {m} trained at {cfg.model} B={cfg.batch} T={cfg.frames} S={cfg.spatial} sp={sp}, median "
-            f"step {got['step_s'] * 1e3:.1f} ms of {len(got['step_times_s'])}, minus this profile's prediction "
-            f"of that step {pred * 1e3:.1f} ms")
+    over = {}
+    for sp, per in measured.items():
+        for m, got in per.items():
+            cfg = RunConfig.from_dict(got["config"])
+            pred = predict(cfg, profile).step_s
+            over.setdefault(str(sp), {})[m] = got["step_s"] - pred
+            src[f"compute.method_overhead_s.{sp}.{m}"] = (
+                f"measured: {m} trained at {cfg.model} B={cfg.batch} T={cfg.frames} S={cfg.spatial} sp={sp}, "
+                f"median step {got['step_s'] * 1e3:.1f} ms of {len(got['step_times_s'])}, minus this "
+                f"profile's prediction of that step {pred * 1e3:.1f} ms")
     comp["method_overhead_s"] = over
-    comp["method_overhead_sp"] = sp

@@ -14,8 +14,10 @@ Schema (all optional but `name`; see bench/cost/profiles/h100-ib.toml):
   [link.span]: a calibrated node-spanning group's table (`ranks`, `per_node`), bench/cost/tiers.py
 - [compute] module_overhead_s: seconds per model module per forward+backward (measured: the
   dispatch cost a FLOP rate does not carry between shapes; 0 on datasheets)
-- [compute] method_overhead_s {method: s}, method_overhead_sp: each method's own work per training
-  step beyond FLOPs and collectives, measured at one calibration shape and SP (bench/calibrate/methods.py)
+- [compute] method_overhead_s {sp: {method: s}}: each method's training step measured at one calibration
+  shape, minus the profile's prediction of it (signed: a method the model over-prices gets a negative
+  term), at each SP degree it was measured at (bench/calibrate/methods.py); the older form
+  {method: s} with method_overhead_sp is read as that one degree
 - [compute] gemm_flops_per_s {'w<C>_tp<n>': FLOP/s} in gemm_dtype: a block's linears at width C
   split n ways (measured; prices tensor-parallel GEMMs, bench/cost/model.py)
 - [compute.curve]: GEMM and attention efficiency by size, host time per kernel and per call, the
@@ -90,8 +92,7 @@ class Profile:
     nics_per_node: int = 0        # inter-node links per node; 0 = one per GPU (bench/cost/tiers.py)
     ring_overlap: float = 0.0     # fraction of the ring's hops hidden under its attention
     module_overhead_s: float = 0.0   # per module per forward+backward (calibrated: profile.compute_terms)
-    method_overhead_s: dict = field(default_factory=dict)   # {method: s per training step} (calibrate/methods.py)
-    method_overhead_sp: int = 0      # the SP degree those were measured at (applied at that degree only)
+    method_overhead_s: dict = field(default_factory=dict)   # {sp: {method: s per training step}} (calibrate/methods.py)
     gemm_flops_per_s: dict = field(default_factory=dict)   # {'w<C>_tp<n>': FLOP/s} (calibrate/gemm.py)
     gemm_dtype: str = ""
     calibration: dict = field(default_factory=dict)        # measured ranges, load, warnings (calibrate/quality.py)
@@ -201,12 +202,23 @@ def from_dict(d: dict) -> Profile:
         nics_per_node=int(dev.get("nics_per_node", 0)),
         ring_overlap=_fraction(d.get("overlap", {}).get("ring", False)), kind=d.get("kind", "datasheet"),
         module_overhead_s=float(comp.get("module_overhead_s", 0.0)),
-        method_overhead_s={k: float(v) for k, v in comp.get("method_overhead_s", {}).items()},
-        method_overhead_sp=int(comp.get("method_overhead_sp") or 0),
+        method_overhead_s=method_overheads_by_sp(comp),
         gemm_flops_per_s=dict(comp.get("gemm_flops_per_s", {})), gemm_dtype=comp.get("gemm_dtype", ""),
         calibration=dict(d.get("calibration", {})), curve=dict(comp.get("curve", {})),
         conv_peak_fraction=_fraction_or_none(comp.get("conv_peak_fraction")),
         sources=dict(d.get("sources", {})), raw=d)
+
+
+def method_overheads_by_sp(comp: dict) -> dict[int, dict[str, float]]:
+    """[compute] method_overhead_s as {sp: {method: s}}: keyed by SP degree, or the older flat
+    {method: s} measured at the one degree method_overhead_sp."""
+    raw = comp.get("method_overhead_s", {})
+    if raw and not all(isinstance(v, dict) for v in raw.values()):
+        if any(isinstance(v, dict) for v in raw.values()) or not comp.get("method_overhead_sp"):
+            raise ValueError("[compute] method_overhead_s: either {sp: {method: s}} or {method: s} with "
+                             "method_overhead_sp, not a mix")
+        return {int(comp["method_overhead_sp"]): {k: float(v) for k, v in raw.items()}}
+    return {int(sp): {k: float(v) for k, v in per.items()} for sp, per in raw.items()}
 
 
 def _fraction_or_none(v) -> float | None:

@@ -76,11 +76,11 @@ class Prediction:
 
 
 def method_overhead(cfg: RunConfig, sp: int, profile: Profile) -> float:
-    """The method's own per-step work (calibrated, bench/calibrate/methods.py): training steps at the
-    SP degree it was measured at only; 0 elsewhere and on datasheet profiles."""
-    if cfg.mode != "train" or sp != profile.method_overhead_sp:
+    """The method's own per-step work beyond what the model prices (calibrated, bench/calibrate/methods.py;
+    signed): training steps at an SP degree it was measured at only; 0 elsewhere and on datasheet profiles."""
+    if cfg.mode != "train":
         return 0.0
-    return profile.method_overhead_s.get(cfg.method, 0.0)
+    return profile.method_overhead_s.get(sp, {}).get(cfg.method, 0.0)
 
 
 def dispatch_calls(cfg: RunConfig) -> float:
@@ -147,7 +147,9 @@ def compute_seconds(cfg: RunConfig, mcfg, spec, sp: int, profile: Profile, compi
         compute = max(device, curve.host_s(costs.kernels, calls, compiled))
     if profile.module_overhead_s:   # every rank runs every module, whatever its shard: factor 3 = fwd+bwd
         compute += profile.module_overhead_s * module_count(cfg.model) * dispatch_calls(cfg) / 3
-    return compute + method_overhead(cfg, sp, profile)
+    # seconds measured at the calibration shape: a negative one (a method the model over-prices) must
+    # not take a much smaller shape's step below half its compute
+    return max(compute + method_overhead(cfg, sp, profile), compute / 2)
 
 
 def predict(cfg: RunConfig, profile: Profile, compiled: bool = False) -> Prediction:
