@@ -106,7 +106,9 @@ def cmd_calibrate(args) -> int:
     if methods := method_list(args.methods):
         from dspbench.calibrate.methods import method_runs
         sps = [int(x) for x in args.method_sp.split(",") if x.strip()] or [args.sp or args.gpus]
-        opts["method_runs"] = method_runs(methods, opts, sps, args.gpus, skip_unsupported=args.methods.strip() == "all")
+        first = os.environ.get("SLURM_PROCID", os.environ.get("RANK", "0")) == "0"   # srun starts every rank here
+        opts["method_runs"] = method_runs(methods, opts, sps, args.gpus, skip_unsupported=args.methods.strip() == "all",
+                                          say=None if first else (lambda line: None))
     opts.update(tiers=args.tiers, gpus_per_node=args.gpus_per_node)
     if args.tiers and args.gpus_per_node < 1:
         raise ValueError("--tiers needs --gpus-per-node R (the ranks of one node; ranks are placed node-major)")

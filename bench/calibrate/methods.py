@@ -30,12 +30,14 @@ def calibration_config(method: str, opts: dict, sp: int, world: int) -> RunConfi
                      launcher="env", warmup=WARMUP, iters=opts.get("method_iters", 5))
 
 
-def method_runs(methods, opts: dict, sps, world: int, skip_unsupported: bool = False) -> dict[int, list[str]]:
+def method_runs(methods, opts: dict, sps, world: int, skip_unsupported: bool = False,
+                say=None) -> dict[int, list[str]]:
     """{sp: [method]} to train, checked before any rank starts: an SP degree that does not divide the
     world, an unknown name or a bad field is a ValueError; so is a method that cannot run at a degree
     (ValueError naming both), unless skip_unsupported (`--methods all`), which leaves it out and says why
-    on stderr."""
+    through `say` (default stderr; every rank of a launch checks, one says)."""
     import sys
+    say = say or (lambda line: print(line, file=sys.stderr))
     from dspbench.facts.build import unsupported_reason, validate
     out = {}
     for sp in sps:
@@ -47,7 +49,7 @@ def method_runs(methods, opts: dict, sps, world: int, skip_unsupported: bool = F
             if why := unsupported_reason(cfg):
                 if not skip_unsupported:
                     raise ValueError(f"--methods {m} at --method-sp {sp}: {why}")
-                print(f"dspbench calibrate: --methods all: leaving out {m} at sp {sp}: {why}", file=sys.stderr)
+                say(f"dspbench calibrate: --methods all: leaving out {m} at sp {sp}: {why}")
                 continue
             out.setdefault(sp, []).append(m)
     return out
