@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
@@ -93,7 +94,8 @@ def test_method_overheads_are_calibrated_at_one_shape_and_applied_at_that_sp_onl
     out = tmp_path / "p.toml"
     assert main(["calibrate", "--gpus", "2", "--sizes", "4K,64K", "--iters", "2", "--warmup", "0",
                  "--compute-iters", "2", "--frames", "4", "--spatial", "16", "--threads", "1",
-                 "--methods", "dsp,ring", "--method-iters", "3", "--output", str(out), "--json", "--force"]) == 0
+                 "--methods", "dsp,ring", "--method-iters", "3", "--method-repeats", "2", "--output", str(out),
+                 "--json", "--force"]) == 0
     res = json.loads(capsys.readouterr().out)
     prof = load_profile(str(out))
     assert set(prof.method_overhead_s) == {2} and set(prof.method_overhead_s[2]) == {"dsp", "ring"}
@@ -102,7 +104,8 @@ def test_method_overheads_are_calibrated_at_one_shape_and_applied_at_that_sp_onl
         assert "minus this profile's prediction" in prof.sources[f"compute.method_overhead_s.2.{m}"]
         cfg = RunConfig.from_dict(got["config"])
         assert (cfg.frames, cfg.spatial, cfg.sp, cfg.mode, cfg.iters) == (4, 16, 2, "train", 3)
-        assert len(got["step_times_s"]) == 3
+        assert len(got["step_times_s"]) == 6 and len(got["round_step_s"]) == 2     # 2 rounds of 3 steps
+        assert got["step_s"] == pytest.approx(statistics.median(got["round_step_s"]))
         without = predict(cfg, replace(prof, method_overhead_s={})).compute_s
         assert predict(cfg, prof).compute_s == pytest.approx(max(without + over, without / 2))
         if without + over > without / 2:       # reproduces itself
@@ -154,6 +157,7 @@ def test_written_method_overheads_survive_the_toml_round_trip(tmp_path):
     (["--methods", "no_such_method"], "no_such_method"),
     (["--methods", "dsp,ulysses", "--method-sp", "2,4", "--heads-of-a-3-rank-world"], "--methods ulysses at --method-sp 3"),
     (["--methods", "dsp", "--method-iters", "0"], "iters must be >= 1"),
+    (["--methods", "dsp", "--method-repeats", "0"], "--method-repeats must be >= 1"),
 ])
 def test_impossible_method_calibrations_exit_2_before_any_rank_starts(tmp_path, capsys, extra, message):
     from dspbench.cli import main

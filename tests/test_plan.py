@@ -306,3 +306,16 @@ def test_check_sets_the_prediction_beside_the_measurements_own_reproducibility()
     assert repeat_tau(rows) == pytest.approx((4 / 6 - 1 - 4 / 6) / 3)
     assert single_repeat_tau(rows) == pytest.approx((1 + 4 / 6 - 1) / 3)
     assert repeat_tau([{"predicted": 1, "by_repeat": {0: 1}}, {"predicted": 2, "by_repeat": {0: 2}}]) is None
+
+
+def test_plan_says_which_rows_carry_each_methods_own_term():
+    """A profile calibrated with `--methods` prices rows at its SP degrees with each method's term:
+    the plan names those degrees; a datasheet profile says it has none."""
+    from dataclasses import replace as dc_replace
+    from dspbench.cost.hardware import load_profile
+    from dspbench.plan.build import method_terms
+    datasheet = load_profile("h100-ib")
+    assert method_terms(datasheet, "train").startswith("none in this profile")
+    calibrated = dc_replace(datasheet, method_overhead_s={4: {"dsp": 0.01}, 2: {"ring": -0.01}})
+    assert method_terms(calibrated, "train").startswith("calibrated at SP 2, 4")
+    assert method_terms(calibrated, "sample").startswith("none: each method's own term is calibrated on training")

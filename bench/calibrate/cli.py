@@ -56,6 +56,10 @@ def add_calibrate_args(p: argparse.ArgumentParser) -> None:
                         "(default: --sp; calibrate the degrees you will predict, e.g. 2,4 on 4 ranks)")
     m.add_argument("--method-iters", type=int, default=5,
                    help="timed steps per method and degree (after 2 warm-up steps)")
+    m.add_argument("--method-repeats", type=int, default=1,
+                   help="rounds of the --methods runs, their order rotated each round; each method's step is the "
+                        "median of its rounds' medians (the differences between methods are a few percent: "
+                        "one round's noise can reorder them)")
     m.add_argument("--depth", type=int, default=0,
                    help="blocks in the benchmarked model (0: the model's; 1: one block, e.g. STDiT-XL at paper "
                         "shapes on one GPU); FLOP/s is per analytic FLOP of that depth")

@@ -102,6 +102,9 @@ def cmd_calibrate(args) -> int:
     opts["sizes"] = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
     opts["ops"] = [o.strip() for o in args.ops.split(",") if o.strip()]
     opts["method_iters"] = args.method_iters
+    if args.method_repeats < 1:
+        raise ValueError(f"--method-repeats must be >= 1, got {args.method_repeats}")
+    opts["method_repeats"] = args.method_repeats
     opts["method_runs"] = {}
     if methods := method_list(args.methods):
         from dspbench.calibrate.methods import method_runs

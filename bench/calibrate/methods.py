@@ -9,7 +9,8 @@ step here (docs/cost-model.md), a method-dependent share the ratios miss.
 
 `--methods` trains each listed method (`all`: every registered one) at the calibration shape and at
 each SP degree of `--method-sp` (default the calibration's --sp) (bench/run/worker.py run_rank, the step
-`dspbench run` times, 2 warm-up + `--method-iters` steps) inside the calibration's world; the profile's
+`dspbench run` times, 2 warm-up + `--method-iters` steps; `--method-repeats` rounds, the methods'
+order rotated each round, the median of the rounds' medians) inside the calibration's world; the profile's
 prediction of that same step, from the terms just calibrated, is subtracted, and the residual is
 `[compute] method_overhead_s[sp][method]`, applied by the model to training steps at that SP degree.
 The residual is signed: where the model over-prices a method (its collectives overlap more than the
@@ -57,17 +58,27 @@ def method_runs(methods, opts: dict, sps, world: int, skip_unsupported: bool = F
 
 def bench_methods(runs: dict, opts: dict) -> dict:
     """Every rank: train each method at the calibration shape at its SP degrees ({sp: [method]},
-    method_runs); rank 0 gets {"<sp>": {method: step samples}}."""
+    method_runs), `method_repeats` rounds with the methods' order rotated each round (so drift over
+    the calibration does not fall on one method); rank 0 gets {"<sp>": {method: step samples}},
+    step_s the median of the rounds' medians."""
+    import statistics
     from dspbench.methods.comm import layer as comm
     from dspbench.run.worker import run_rank
+    rounds = max(1, int(opts.get("method_repeats", 1)))
+    got: dict = {}
+    for r in range(rounds):
+        for sp, methods in runs.items():
+            for m in methods[r % len(methods):] + methods[:r % len(methods)]:
+                cfg = calibration_config(m, opts, int(sp), comm.world_size())
+                res = run_rank(cfg)
+                if res is not None:
+                    got.setdefault((str(sp), m), (cfg, []))[1].append(res)
     out = {}
-    for sp, methods in runs.items():
-        for m in methods:
-            cfg = calibration_config(m, opts, int(sp), comm.world_size())
-            res = run_rank(cfg)
-            if res is not None:
-                out.setdefault(str(sp), {})[m] = {"step_s": res["step_time_median_s"],
-                                                  "step_times_s": res["step_times_s"], "config": cfg.to_dict()}
+    for (sp, m), (cfg, results) in got.items():
+        medians = [res["step_time_median_s"] for res in results]
+        out.setdefault(sp, {})[m] = {"step_s": statistics.median(medians), "round_step_s": medians,
+                                     "step_times_s": [t for res in results for t in res["step_times_s"]],
+                                     "config": cfg.to_dict()}
     return out
 
 
@@ -86,6 +97,7 @@ def add_method_overheads(prof: dict, measured: dict, opts: dict) -> None:
             over.setdefault(str(sp), {})[m] = got["step_s"] - pred
             src[f"compute.method_overhead_s.{sp}.{m}"] = (
                 f"measured: {m} trained at {cfg.model} B={cfg.batch} T={cfg.frames} S={cfg.spatial} sp={sp}, "
-                f"median step {got['step_s'] * 1e3:.1f} ms of {len(got['step_times_s'])}, minus this "
+                f"median step {got['step_s'] * 1e3:.1f} ms of {len(got['step_times_s'])} over "
+                f"{len(got.get('round_step_s', [0]))} round(s), minus this "
                 f"profile's prediction of that step {pred * 1e3:.1f} ms")
     comp["method_overhead_s"] = over

@@ -42,13 +42,25 @@ def plan(request: Request, profile: Profile) -> dict:
                         "methods": list(request.methods)},
             "hardware": profile.name, "profile_kind": profile.kind, "gpus_per_node": profile.gpus_per_node,
             "metric": "seconds per video" if base.mode in LATENCY_MODES else "samples/s",
-            "interval_source": pricer.interval_source,
+            "interval_source": pricer.interval_source, "method_terms": method_terms(profile, base.mode),
             "candidates": len(priced), "verdict": verdict(ranked), "lead": runner_up(ranked),
             "rows": [public(r) for r in ranked],
             "best_per_method": {m: r["rank"] for m, r in best_per_method(ranked).items()},
             "pruned": [public(p) for p in pruned], "pruned_reasons": reasons,
             # the report draws each method in its own look without importing methods
             "method_meta": {m: method_meta(m) for m in request.methods}}
+
+
+def method_terms(profile: Profile, mode: str) -> str:
+    """Which rows carry each method's own calibrated step residual (bench/calibrate/methods.py)."""
+    if mode != "train":
+        return "none: each method's own term is calibrated on training steps, and this is " + mode
+    if not profile.method_overhead_s:
+        return ("none in this profile: methods differ by their FLOPs and bytes only (`calibrate --methods all "
+                "--method-sp ...` measures each one's own work)")
+    sps = sorted(profile.method_overhead_s)
+    return (f"calibrated at SP {', '.join(map(str, sps))} (each method's measured step residual); rows at other "
+            "SP degrees are priced without it")
 
 
 def _workload(base) -> str:

@@ -39,6 +39,7 @@ def render(doc: dict, top: int) -> str:
     lines = [f"plan: {doc['workload']} on {doc['request']['gpus']} x {doc['hardware']} "
              f"({doc['gpus_per_node']} per node); every number is predicted (cost model)",
              f"interval: {doc['interval_source']}",
+             f"method terms: {doc.get('method_terms', 'not recorded')}",
              f"verdict: {doc['verdict']}", "",
              f"ranked {len(rows)} of {doc['candidates']} candidates (top {min(top, len(rows))}; "
              "tie: its interval overlaps the best's; GiB/rank: predicted peak / usable; comm: share of the step):",

@@ -8,8 +8,9 @@
 # ITERS: timed steps per configuration (default 5, run's default); other than 5 it names the folders -i<N>.
 # REPEATS: measurements of each configuration (default 3); other than 3 it names the folders -r<R>.
 # A profile already in OUT/profile-RATE/ is reused (one calibration per rate), never re-measured.
-# The calibration also trains every method at its own shape (T 16 S 256) at SP 2 and 4, ITERS steps each
-# (`calibrate --methods all --method-sp 2,4`): the per-method term plan's rows are priced with.
+# The calibration also trains every method at its own shape (T 16 S 256) at the SP degrees METHOD_SP
+# (default 2,4), METHOD_ITERS steps (default ITERS) in METHOD_REPEATS rotated rounds (default 1):
+# `calibrate --methods all`, the per-method term plan's rows are priced with.
 # Each shape's folder OUT/<rate>-stdit-tiny-T<T>-S<S>[-i<ITERS>]/ gets plan.json, sweep.toml, results/, check.md,
 # check.json and run.log (the load average when its sweep started and ended).
 set -Eeuo pipefail
@@ -17,6 +18,9 @@ RATE=${1:?RATE (200mbit, 1gbit)}; OUT=${2:?OUT folder}; shift 2
 (($# > 0)) || { echo "rerun.sh: name at least one shape T:S" >&2; exit 2; }
 ITERS=${ITERS:-5}
 REPEATS=${REPEATS:-3}
+METHOD_SP=${METHOD_SP:-2,4}
+METHOD_ITERS=${METHOD_ITERS:-$ITERS}
+METHOD_REPEATS=${METHOD_REPEATS:-1}
 PY=$PWD/.venv/bin/python
 CLUSTER="bash slurm/local_cluster.sh"
 PROFILE=$OUT/profile-$RATE/tiers-profile.toml
@@ -32,7 +36,8 @@ if [[ ! -f $PROFILE ]]; then
       $CLUSTER exec srun -N 2 --ntasks-per-node 2 --kill-on-bad-exit=1 -t 21 \
           "$PY" -m dspbench.cli calibrate --launcher slurm --tiers --gpus 4 --gpus-per-node 2 \
           --nics-per-node 1 --sizes 128K,512K,2M,4M --iters 5 --model stdit-tiny --frames 16 --spatial 256 \
-          --sp 4 --threads 1 --methods all --method-sp 2,4 --method-iters "$ITERS" \
+          --sp 4 --threads 1 --methods all --method-sp "$METHOD_SP" --method-iters "$METHOD_ITERS" \
+          --method-repeats "$METHOD_REPEATS" \
           --name "emulated-tiers-$RATE-methods" --output "$PROFILE"
       stamp "calibrated"; } 2>&1 | tee "$OUT/profile-$RATE/calibrate.log"
 fi
