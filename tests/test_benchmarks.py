@@ -46,6 +46,29 @@ def test_switch_against_raw_a2a_plus_copy_and_the_reference(benchmark):
     assert res["conditions"]["ranks"] == 4 and res["conditions"]["threads_per_rank"] == 1
 
 
+# ---------------------------------------------------------------- `--a2a list`'s extra copies (multi-rank)
+def _a2a_styles_probe(sizes, iters):
+    from dspbench.calibrate.a2a_style import bench_a2a_styles
+    return bench_a2a_styles(sizes, iters=iters, warmup=1, device="cpu")
+
+
+def test_a2a_list_extra_per_byte_repeats_within_the_calibrations_band(benchmark):
+    """Two calibrations of the list style's extra seconds per byte on 2 gloo ranks, back to back: timed, they
+    agree within 4x (memory-bound copies of 2-8 MiB; 4x is the band a loaded machine still holds). Untimed
+    (make test) the probe runs once small, so it cannot rot, and no ratio is judged: a timing is no test."""
+    from dspbench.run.ranks import run_ranks
+    sizes, iters = ((2 << 20, 8 << 20), 9) if _enabled(benchmark) else ((64 << 10,), 1)
+
+    def twice():
+        return [run_ranks(_a2a_styles_probe, 2, sizes, iters)[0] for _ in range(2)]
+    first, second = benchmark.pedantic(twice, rounds=1, iterations=1)
+    a, b = first["extra_s_per_byte"], second["extra_s_per_byte"]
+    benchmark.extra_info.update({"extra_s_per_byte": [a, b], "sizes": list(sizes),
+                                 "source": "measured inside 2 gloo ranks on this machine (bench/calibrate/a2a_style.py)"})
+    if _enabled(benchmark):
+        assert a > 0 and b > 0 and 0.25 <= b / a <= 4, (first, second)
+
+
 # ---------------------------------------------------------------- attention kernels
 KERNELS = {
     "torch_cpu_flash": lambda q, k, v, s: attn_kernels.block_forward(q, k, v, s),
