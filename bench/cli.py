@@ -11,7 +11,7 @@ import sys
 from importlib import import_module
 
 STAGES = ("dspbench.run.cli", "dspbench.cost.cli", "dspbench.plan.cli", "dspbench.calibrate.cli",
-          "dspbench.reports.cli", "dspbench.micro.cli", "dspbench.slurm.cli")
+          "dspbench.reports.cli", "dspbench.micro.cli", "dspbench.slurm.cli", "dspbench.gpu.cli")
 
 
 def _gather() -> tuple[dict, dict]:

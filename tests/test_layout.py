@@ -26,7 +26,7 @@ ALLOWED = {
     "run": {"facts", "records", "cost", "methods", "models"},
     "calibrate": {"cost", "run", "facts", "records", "methods", "models"},
     "micro": {"run", "facts", "records", "methods", "models", "reports"},
-    "gpu": {"records", "cost"},
+    "gpu": {"records", "cost", "facts"},
     "plan": {"cost", "facts", "records", "methods", "models", "slurm", "reports"},
     "slurm": {"facts", "records", "run", "cost", "methods", "models"},
     "reports": {"records.io", "records.buckets"},   # buckets: the mix of a bucketed workload, pure Python

@@ -14,6 +14,9 @@ def add_predict_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("prediction only")
     g.add_argument("--compiled", action="store_true",
                    help="price the host costs of torch.compile instead of eager (profiles with a [compute.curve])")
+    g.add_argument("--explain", action="store_true",
+                   help="print where the seconds go per kernel class (attention, GEMM, memory-bound, collectives, "
+                   "host, VAE, text encoder) with each rate's source (GPU datasheet profiles)")
     g.add_argument("--vae", choices=("single", "tiled", "patch_parallel"), default="single",
                    help="sample mode: the VAE decode's variant in the whole-pipeline stages")
     b = p.add_argument_group("bucketed workload (records/buckets.py): one record per bucket, then the mix")

@@ -99,6 +99,9 @@ class Profile:
     curve: dict = field(default_factory=dict)               # [compute.curve]: size-aware rates, host costs (cost/curve.py)
     conv_peak_fraction: float | None = None  # [compute]: the VAE decode's fraction of peak where no curve says (cost/pipeline.py)
     kind: str = "datasheet"
+    sku: str = ""                 # [device] sku: the devices.toml key, and the kernel rate table's (cost/rates/)
+    compute_scale: float = 1.0    # the interval's compute knob on kernel-priced profiles (cost/interval.py at)
+    host: dict = field(default_factory=dict)   # [host]: eager host seconds per kernel and per call, compiled share
     sources: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -206,6 +209,7 @@ def from_dict(d: dict) -> Profile:
         gemm_flops_per_s=dict(comp.get("gemm_flops_per_s", {})), gemm_dtype=comp.get("gemm_dtype", ""),
         calibration=dict(d.get("calibration", {})), curve=dict(comp.get("curve", {})),
         conv_peak_fraction=_fraction_or_none(comp.get("conv_peak_fraction")),
+        sku=str(dev.get("sku", "")), host=dict(d.get("host", {})),
         sources=dict(d.get("sources", {})), raw=d)
 
 
@@ -243,6 +247,12 @@ def load_profile(name_or_path: str) -> Profile:
 
 def on_gpu(profile: Profile) -> bool:
     return not profile.device.lower().startswith("cpu")
+
+
+def prices_by_kernel(profile: Profile) -> bool:
+    """A GPU datasheet profile prices compute kernel by kernel on its device's rate table
+    (bench/cost/kernel_price.py); calibrated, tuned and CPU profiles keep their measured rates."""
+    return on_gpu(profile) and profile.kind == "datasheet" and bool(profile.sku)
 
 
 def device_defaults(profile: Profile) -> dict:
@@ -298,7 +308,7 @@ def dumps(d: dict, comment: str = "") -> str:
 
 def _is_table(k: str, v: dict) -> bool:
     # Small maps of numbers (per-op or per-dtype values) stay inline; sections become tables.
-    return k in ("device", "compute", "link", "intra", "inter", "span", "overlap", "sources", "calibration", "curve")
+    return k in ("device", "compute", "link", "intra", "inter", "span", "overlap", "sources", "calibration", "curve", "host")
 
 
 def _fraction(v) -> float:

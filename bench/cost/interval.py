@@ -56,7 +56,7 @@ def at(profile: Profile, ends: dict[str, int]) -> Profile:
     ops = {n[3:]: e for n, e in ends.items() if n.startswith("op:")}
     by_size = profile.calibration.get("link_range_by_size", {})
     return replace(profile, flops_per_s={d: v / c for d, v in profile.flops_per_s.items()},
-                   module_overhead_s=profile.module_overhead_s * c,
+                   module_overhead_s=profile.module_overhead_s * c, compute_scale=profile.compute_scale * c,
                    peak_flops={d: v / c for d, v in profile.peak_flops.items()},
                    intra=_scaled_link(profile.intra, ops, worst, by_size),
                    inter=_scaled_link(profile.inter, ops, worst, by_size),
@@ -99,6 +99,9 @@ ASSUMED_OVERLAP = (0.5, 1.0)
 ASSUMED_OPS = ("all_to_all", "all_gather", "reduce_scatter", "all_reduce", "send_recv")
 ASSUMED_SOURCE = ("assumed: datasheet profile, compute efficiency 0.40-0.50, link efficiency 0.6-0.9, "
                   "ring overlap 0.5-1 (bench/cost/interval.py)")
+# a GPU datasheet profile prices each kernel at its table's rate: the same time factors on the kernels
+ASSUMED_KERNEL_SOURCE = ("assumed: datasheet profile, kernel times x 0.9-1.125 of their rate tables', link efficiency "
+                         "0.6-0.9, ring overlap 0.5-1 (bench/cost/interval.py)")
 
 
 def with_assumed_spread(profile: Profile) -> tuple[Profile, str]:
@@ -109,7 +112,8 @@ def with_assumed_spread(profile: Profile) -> tuple[Profile, str]:
     cal = {"compute_range": list(ASSUMED_COMPUTE), "link_range": {op: list(ASSUMED_LINK) for op in ASSUMED_OPS}}
     if profile.ring_overlap:
         cal["overlap_fractions"] = [profile.ring_overlap * f for f in ASSUMED_OVERLAP]
-    return replace(profile, calibration=cal), ASSUMED_SOURCE
+    from dspbench.cost.hardware import prices_by_kernel
+    return replace(profile, calibration=cal), ASSUMED_KERNEL_SOURCE if prices_by_kernel(profile) else ASSUMED_SOURCE
 
 
 def shared_corners(profile: Profile) -> list[Profile]:

@@ -33,7 +33,7 @@ from dspbench.records.config import RunConfig, flops_factors
 from dspbench.cost.comm import engine_ops, plan_times, plan_wire
 from dspbench.cost.curve import device_seconds, forward_costs, from_table
 from dspbench.cost.memory import memory, opt_state_bytes
-from dspbench.cost.hardware import Profile, on_gpu
+from dspbench.cost.hardware import Profile, on_gpu, prices_by_kernel
 from dspbench.methods import Dims, get_method
 from dspbench.methods.spec import cfg_exchange_op
 from dspbench.models.dtypes import dtype_size
@@ -131,6 +131,9 @@ def compute_seconds(cfg: RunConfig, mcfg, spec, sp: int, profile: Profile, compi
     curve (bench/cost/curve.py), at the rate for this rank's GEMM and attention sizes, and no less
     than the host's time to issue the kernels (eager launches are asynchronous: the larger wins).
     T, S: the grid every rank computes on (padded where the method pads, methods/padding.py)."""
+    if prices_by_kernel(profile):   # a GPU datasheet profile: the rank's own kernels at the GPU's rates
+        from dspbench.cost.gpu_compute import gpu_compute
+        return gpu_compute(cfg, profile, compiled).seconds   # the trace pads as the method does
     factor = flops_factor(cfg) / cfg.cfg_degree   # CFG parallel: this rank runs one of the two passes
     step_flops = flops_per_sample(mcfg, Shape(1, T, S)) * cfg.batch * factor
     curve = from_table(profile.curve)

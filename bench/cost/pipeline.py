@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dspbench.cost.comm import plan_times
+from dspbench.cost.hardware import prices_by_kernel
+from dspbench.cost.stage_kernels import decode_seconds, text_encode_seconds
 from dspbench.methods.comm.ledger import wire_bytes
 from dspbench.methods.dims import Dims
 from dspbench.methods.vae_patch_plan import plan, rank_flops
@@ -106,13 +108,28 @@ def stage_seconds(cfg, mcfg, profile, denoise_s: float, variant: str = "single")
     peak = float(profile.peak_flops.get(cfg.dtype) or rate)
     conv = curve.conv_peak_fraction if curve else profile.conv_peak_fraction
     vae_rate = peak * conv if conv else rate
-    vae_s, vae_comm = vae_flops / vae_rate, None
+    vae_s, vae_comm, text_s, detail = vae_flops / vae_rate, None, text_flops / rate, None
+    if prices_by_kernel(profile):   # kernel by kernel on the GPU's rate table (cost/stage_kernels.py)
+        vae_s, vae_rate, detail = kernel_decode(cfg, vae, profile, (T, H, W), variant)
+        text_s = text_encode_seconds(profile, text_flops, mcfg.text_len, cfg.dtype)[0]
     if variant == "patch_parallel":
         vae_s, vae_comm = patch_parallel(cfg, vae, profile, (T, H, W), vae_rate)
-    stages = {"text_encode": text_flops / rate, "denoise": denoise_s, "vae_decode": vae_s}
+    stages = {"text_encode": text_s, "denoise": denoise_s, "vae_decode": vae_s}
     stages["total"] = sum(stages.values())
     return {"seconds": stages, "flops": {"text_encode": text_flops, "vae_decode": vae_flops},
-            "text_encoder": encoder, "vae_variant": variant, "latents": [T, H, W], "vae_comm_bytes": vae_comm}
+            "text_encoder": encoder, "vae_variant": variant, "latents": [T, H, W], "vae_comm_bytes": vae_comm,
+            "vae_kernels": detail}
+
+
+def kernel_decode(cfg, vae: VAEConfig, profile, latents: tuple, variant: str) -> tuple[float, float, dict]:
+    """(seconds, effective FLOP/s, breakdown) of the decode priced by its kernels; patch_parallel's compute
+    is the largest slab's (ceil(H' / sp) rows) at that slab's effective rate (its comm is added by the caller)."""
+    T, H, W = latents
+    if variant == "patch_parallel":
+        d = decode_seconds(profile, vae, T, -(-H // int(cfg.sp)), W, cfg.dtype, "single", TILE, OVERLAP, cfg.attn_impl)
+    else:
+        d = decode_seconds(profile, vae, T, H, W, cfg.dtype, variant, TILE, OVERLAP, cfg.attn_impl)
+    return d["seconds"] * cfg.batch, d["flops"] / d["seconds"], d
 
 
 def patch_parallel(cfg, vae: VAEConfig, profile, latents: tuple, vae_rate: float) -> tuple[float, int]:

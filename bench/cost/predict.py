@@ -50,7 +50,7 @@ def predicted_record(cfg: RunConfig, profile: Profile, compiled: bool = False, v
              "comm_formula_match": None, "comm_symmetric": None, "flops_per_step": None,
              "mem_base_bytes_per_rank": None, "peak_mem_reset": None, "mem_peak_step": None, "rss_run_bytes": None, "mem_run_bytes": None, "mem_model": None,
              "placement": None, "phases_s": None, "compiled": compiled, "predicted_stages_s": None,
-             "predicted_end_to_end_s": None, "pipeline": None, "s_per_video": None, "s_per_sample_step": None,
+             "predicted_end_to_end_s": None, "pipeline": None, "predicted_breakdown": None, "s_per_video": None, "s_per_sample_step": None,
              **dict.fromkeys(INTERVAL_FIELDS)}
     if reason:
         rec = build_record(cfg if cfg.sp != "auto" else _sp1(cfg), Outcome("unsupported", reason), "predicted")
@@ -71,6 +71,8 @@ def predicted_record(cfg: RunConfig, profile: Profile, compiled: bool = False, v
         rec.update(intervals(cfg, profile, compiled))
         if cfg.mode == "sample":   # the whole pipeline; step_time_median_s stays the DiT's denoising alone
             rec.update(pipeline_fields(cfg, profile, p.step_s, vae, rec))
+        from dspbench.cost.explain import breakdown
+        rec["predicted_breakdown"] = breakdown(cfg, profile, compiled, rec) or None
     return rec
 
 
@@ -80,7 +82,8 @@ def pipeline_fields(cfg: RunConfig, profile: Profile, denoise_s: float, vae: str
     sec = stages["seconds"]
     out = {"predicted_stages_s": {k: sec[k] for k in ("text_encode", "denoise", "vae_decode")},
            "predicted_end_to_end_s": sec["total"],
-           "pipeline": {k: stages[k] for k in ("flops", "text_encoder", "vae_variant", "latents", "vae_comm_bytes")}}
+           "pipeline": {k: stages[k] for k in ("flops", "text_encoder", "vae_variant", "latents", "vae_comm_bytes",
+                                                 "vae_kernels")}}
     if rec.get("step_time_low_s") is not None:    # the denoising interval carries over; the rest is fixed
         fixed = sec["total"] - denoise_s
         out["pipeline"]["end_to_end_interval_s"] = [fixed + rec["step_time_low_s"], fixed + rec["step_time_high_s"]]
@@ -173,6 +176,9 @@ def cmd_predict(args) -> int:
         print(result_line(rec), file=sys.stderr)
     else:
         print(summary(rec))
+        if getattr(args, "explain", False):
+            from dspbench.cost.explain import lines
+            print("\n".join(lines(rec.get("predicted_breakdown") or {})))
         print(f"record appended to {path}", file=sys.stderr)
         print(result_line(rec))
     return {"predicted": 0, "unsupported": 3}.get(rec["status"], 1)

@@ -12,6 +12,8 @@ LAUNCHERS = ("local", "torchrun", "env", "slurm")
 STATUSES = ("ok", "unsupported", "oom", "timeout", "error")
 A2A_STYLES = ("single", "list")   # == methods/comm/layer.py A2A_STYLES (records imports no methods; tested)
 PAD_MODES = ("never", "auto")     # == methods/padding.py PAD_MODES (tested)
+# == bench/cost/kernel_rates.py ATTN_KERNELS plus auto (tested)
+ATTN_KERNELS = ("auto", "fa2", "fa3", "cudnn", "sdpa_flash", "sdpa_efficient", "math")
 ZERO_STAGES = (0, 1, 2)
 
 # Fields that define what is measured: they make the run_id. Where and how it is launched do not.
@@ -19,7 +21,7 @@ IDENTITY = ("method", "model", "frames", "spatial", "batch", "gpus", "sp", "mode
             "grad_ckpt", "shard", "sample_steps", "warmup", "iters", "seed", "repeat")
 # Later fields: in the run_id only when not at their default, so earlier run_ids stay valid.
 IDENTITY_IF_SET = {"a2a": "single", "zero": 0, "cfg": False, "mem_budget_mib": 0, "pad": "auto",
-                   "cfg_parallel": False, "ulysses_degree": 0}
+                   "cfg_parallel": False, "ulysses_degree": 0, "attn_impl": "auto"}
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,11 @@ class RunConfig:
                         "and patch; not in the run_id", group="model", metavar="FxHxW")
     ulysses_degree: int = option(0, "usp: Ulysses degree U over the heads, ring degree SP / U over the sequence (0: "
                                  "the largest U dividing SP and the heads)", metavar="U")
+    # the record's `attn_kernel` is what a measured run's kernels were (bench/run/worker.py): this is the request
+    attn_impl: str = option("auto", "attention implementation: auto (SDPA's choice on the device: cuDNN on Hopper, "
+                              "torch's flash kernel elsewhere), fa2, fa3 (flash-attn), cudnn, sdpa_flash, "
+                              "sdpa_efficient, math; predict prices it from the GPU's rate table", choices=ATTN_KERNELS,
+                              flag="--attn-kernel")
 
     @property
     def cfg_degree(self) -> int:

@@ -107,6 +107,12 @@ def nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
+def on_meta(t: torch.Tensor) -> bool:
+    """A meta tensor: the cost model's trace of one rank in a fake process group (bench/cost/rank_trace.py),
+    where point-to-point swaps post nothing (the fake backend has no meta P2P; nothing would move anyway)."""
+    return t.device.type == "meta"
+
+
 # ---------------------------------------------------------------- band 1: private helpers
 _SEND_SCRATCH = threading.local()   # .bufs: dtype -> flat CPU buffer, reused by _send_buffer
 

@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 
 from dspbench.methods.comm import ledger
-from dspbench.methods.comm.layer import Group, group_ranks, nbytes, phase, rank, size, stopwatch
+from dspbench.methods.comm.layer import Group, group_ranks, nbytes, on_meta, phase, rank, size, stopwatch
 
 
 def _swap(pairs: list[tuple[int, torch.Tensor, torch.Tensor]], group: Group, tag: str) -> None:
@@ -21,7 +21,7 @@ def _swap(pairs: list[tuple[int, torch.Tensor, torch.Tensor]], group: Group, tag
     ops = [op for r, send, recv in pairs for op in (dist.P2POp(dist.isend, send, peers[r], group),
                                                      dist.P2POp(dist.irecv, recv, peers[r], group))]
     with stopwatch(group, pairs[0][1].device) as w:
-        for work in dist.batch_isend_irecv(ops):
+        for work in ([] if on_meta(pairs[0][1]) else dist.batch_isend_irecv(ops)):
             work.wait()
     ledger.record("send_recv", phase(), size(group), sum(nbytes(send) for _, send, _ in pairs), tag, w.elapsed)
 
