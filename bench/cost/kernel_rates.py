@@ -92,14 +92,31 @@ def rate_tables() -> list[str]:
 
 @functools.lru_cache(maxsize=None)
 def load_rate_table(gpu: str) -> RateTable:
+    """The shipped table of a GPU kind (bench/cost/rates/<gpu>.toml), checked whole."""
     path = resources.files("dspbench.cost.rates") / f"{gpu}.toml"
-    if not path.is_file():
+    if not gpu or not path.is_file():
         raise RateTableError(f"no kernel rate table for GPU kind {gpu!r} (bench/cost/rates/; have: "
                              f"{', '.join(rate_tables())})")
-    doc = tomllib.loads(path.read_text())
+    return read_rate_table(path.read_text(), gpu, path.name)
+
+
+def read_rate_table(text: str, gpu: str, where: str) -> RateTable:
+    """A table from its TOML text, every entry checked (kind, source, a derived entry's formula), so an
+    unsourced number is refused before anything is priced with it."""
+    doc = tomllib.loads(text)
     if doc.get("gpu") != gpu:
-        raise RateTableError(f"rate table {path.name}: gpu = {doc.get('gpu')!r}, expected {gpu!r}")
-    return RateTable(gpu, doc.get("arch", ""), doc)
+        raise RateTableError(f"rate table {where}: gpu = {doc.get('gpu')!r}, expected {gpu!r}")
+    table = RateTable(gpu, doc.get("arch", ""), doc)
+    for section in ("gemm", "conv"):
+        for dtype, entry in doc.get(section, {}).items():
+            table._entry(f"[{section}.{dtype}]", entry)
+    for name in ("memory", "launch"):
+        table._entry(f"[{name}]", doc.get(name, {}))
+    for e in doc.get("attention", []):
+        table._entry(f"[[attention]] {e.get('impl')} hd{e.get('head_dim')} {e.get('pass')}", e)
+        if e.get("impl") not in ATTN_KERNELS or not e.get("points"):
+            raise RateTableError(f"rate table {where}: [[attention]] impl {e.get('impl')!r} unknown or without points")
+    return table
 
 
 def _interp_log(points: list, x: float) -> float:
