@@ -34,6 +34,21 @@ def test_cfg_parallel_equals_single_device_cfg(rank_pool, method):
 
 
 @pytest.mark.gloo
+@pytest.mark.parametrize("method", METHODS)
+def test_cfg_parallel_pads_uneven_lengths_as_the_run_does(rank_pool, method):
+    """T 5 and S 7 at SP 2 (issue 42: each CFG group's pass ran unpadded, and its uneven split aborted
+    every rank on a gloo size mismatch): each group pads and cuts its own pass, the halves swap
+    predictions of the real shape, and the loop equals one device's; the ledger counts the pads."""
+    res = rank_pool(4).run(ct.cfg_parallel_case, method, "stdit-tiny", (1, 5, 7), 2)
+    for r in res:
+        assert "unsupported" not in r, r
+        assert r["output"] <= RTOL * max(1.0, r["output_scale"]), r["output"]
+        assert r["ledger"] == r["formula"], (r["ledger"], r["formula"])
+        # the exchange moves the unpadded prediction: 2 steps x 5 x 7 tokens x in_channels x 4 B
+        assert r["ledger"]["cfg_exchange/send_recv.fwd"] == 2 * 5 * 7 * r["in_channels"] * 4
+
+
+@pytest.mark.gloo
 @pytest.mark.parametrize("method, sp", [(m, 4) for m in METHODS] + [("dsp", 2)])
 def test_cfg_parallel_at_world_8(rank_pool, method, sp):
     """2 x SP 4, and 2 x (SP 2 x DP 2): each half's DP groups stay inside it (a few seconds)."""

@@ -87,16 +87,19 @@ def _forward_errors(spec, cfg, shape, dims, ref, par, inputs, dtype) -> dict:
 
 @torch.no_grad()
 def cfg_parallel_errors(spec, cfg: ModelConfig, shape: Shape, dims, steps: int, scheduler: str = "ddim",
-                        seed: int = 0, device: torch.device = torch.device("cpu"), dtype=torch.float32) -> dict:
+                        seed: int = 0, device: torch.device = torch.device("cpu"), dtype=torch.float32,
+                        pad: str = "auto") -> dict:
     """CFG parallelism against one device: the whole sampling loop (`steps` model calls, guidance,
     scheduler updates) with cond and uncond as one batch of two on the unsharded model, beside this
     rank's loop with the method inside its CFG group and the exchange with its peer. Same weights,
-    same latents and captions on both halves; the ledger beside the formula of the parallel loop."""
+    same latents and captions on both halves; the ledger beside the formula of the parallel loop.
+    The parallel model is padded as the run's is (`spec.apply`): each CFG group pads and cuts its own
+    pass, so the predictions the halves swap are of the real, unpadded shape."""
     from dspbench.methods.spec import sample_comm_bytes
     from dspbench.run.sampler import sample
     torch.manual_seed(seed)
     ref = build_model(cfg).to(device=device, dtype=dtype)
-    par = spec.parallelize(copy.deepcopy(ref), dims)
+    par = spec.apply(copy.deepcopy(ref), dims, pad)
     x, _, y, _ = make_inputs(cfg, shape, seed=seed + 1, dtype=dtype, device=device)
     out_r = sample(ref, x, y, steps, cfg.in_channels, "batch", kind=scheduler)
     with Ledger() as led:
