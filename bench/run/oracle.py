@@ -26,14 +26,34 @@ def mse(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 
 def check_shape(cfg: ModelConfig, shape: Shape, sp: int) -> tuple[ModelConfig, Shape]:
-    """The full problem where it fits, else the smallest slice that keeps every sharded dim divisible."""
+    """The full problem where it fits, else a small slice that runs the run's padding path: T and S
+    keep their remainders mod sp, and the ranks holding pads hold them as the run's do (none, some,
+    only pads), so an uneven run is checked padded, not on an even slice."""
     if shape.batch * shape.tokens * cfg.hidden * cfg.stack_depth <= FULL_CHECK_BUDGET:
         return cfg, shape
-    # S = 4 sp keeps S sharded N ways; axial3d shards H' or W': S = sp^2 gives H' = W' = sp (token_hw).
-    spatial = 4 * sp if "S" in cfg.seq_dims else sp * sp
-    small = Shape(1, min(shape.frames, 2 * sp), min(shape.spatial, spatial))
+    frames = slice_extent(shape.frames, sp, 2)
+    # S of 4 tokens per rank keeps S sharded N ways; axial3d shards H' or W' (never padded: padding.pad_reason):
+    # S = sp^2 gives H' = W' = sp (token_hw)
+    spatial = slice_extent(shape.spatial, sp, 4) if "S" in cfg.seq_dims else min(shape.spatial, sp * sp)
     # two blocks of each kind: single-stream blocks after the joint ones keep one of each
-    return cfg.with_(depth=min(cfg.depth, 2), single_depth=min(cfg.single_depth, 2)), small
+    return cfg.with_(depth=min(cfg.depth, 2), single_depth=min(cfg.single_depth, 2)), Shape(1, frames, spatial)
+
+
+def slice_extent(extent: int, n: int, per_rank: int) -> int:
+    """The smallest extent, from `per_rank` tokens a rank up to `extent` itself, with extent's
+    remainder mod n and its pad layout: padded to a multiple of n and split in n equal chunks, the pads
+    (at the end) leave the same ranks without pads, partly padded and only padded (methods/padding.py)."""
+    pad, run_chunk = -extent % n, -(-extent // n)
+    for chunk in range(per_rank, run_chunk):
+        if _pad_layout(chunk, n, pad) == _pad_layout(run_chunk, n, pad):
+            return n * chunk - pad
+    return extent
+
+
+def _pad_layout(chunk: int, n: int, pad: int) -> tuple[str, ...]:
+    real = n * chunk - pad
+    held = [min(chunk, max(0, (i + 1) * chunk - real)) for i in range(n)]
+    return tuple("none" if h == 0 else "only" if h == chunk else "some" for h in held)
 
 
 def oracle_errors(spec, cfg: ModelConfig, shape: Shape, dims, seed: int = 0,
