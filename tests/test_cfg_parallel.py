@@ -49,6 +49,20 @@ def test_cfg_parallel_pads_uneven_lengths_as_the_run_does(rank_pool, method):
 
 
 @pytest.mark.gloo
+def test_the_reported_uneven_cfg_parallel_run_is_checked_padded(tmp_path, capsys):
+    """Issue 42's command (T 5 at SP 2): it aborted every rank; now ok, oracle-checked on the run's shape."""
+    import json
+    from dspbench.cli import main
+    argv = ["run", "--model", "stdit-tiny", "--method", "ulysses", "--gpus", "4", "--sp", "2", "--cfg", "--cfg-parallel",
+            "--mode", "sample", "--frames", "5", "--spatial", "30", "--check", "--iters", "1", "--warmup", "0",
+            "--sample-steps", "2", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    rec = json.loads(next(tmp_path.glob("records-*.jsonl")).read_text().splitlines()[-1])
+    assert rec["status"] == "ok", rec["error"]
+    assert rec["padded_frames"] == 6 and rec["oracle_errors"]["shape"] == [1, 5, 30] and rec["comm_formula_match"]
+
+
+@pytest.mark.gloo
 @pytest.mark.parametrize("method, sp", [(m, 4) for m in METHODS] + [("dsp", 2)])
 def test_cfg_parallel_at_world_8(rank_pool, method, sp):
     """2 x SP 4, and 2 x (SP 2 x DP 2): each half's DP groups stay inside it (a few seconds)."""
