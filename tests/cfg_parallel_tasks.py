@@ -23,7 +23,7 @@ def cfg_parallel_case(method: str, model: str, shape: tuple, sp: int, steps: int
     (the bug the test must catch: no exchange, so no guidance across the groups)."""
     cfg, shape, dims = get_config(model), Shape(*shape), cfg_dims(sp)
     spec = get_method(method)
-    if reason := spec.check(cfg, shape, dims):
+    if reason := spec.check_pad(cfg, shape, dims):
         return {"unsupported": reason}
     real = p2p.exchange_with_peer
     if skip_exchange:
@@ -32,4 +32,5 @@ def cfg_parallel_case(method: str, model: str, shape: tuple, sp: int, steps: int
         errs = cfg_parallel_errors(spec, cfg, shape, dims, steps, scheduler)
     finally:
         p2p.exchange_with_peer = real
-    return {**errs, "cond": comm.rank(dims.cfg_group) == 0, "sp_rank": comm.rank(dims.sp_group)}
+    return {**errs, "cond": comm.rank(dims.cfg_group) == 0, "sp_rank": comm.rank(dims.sp_group),
+            "in_channels": cfg.in_channels * cfg.patch_volume}

@@ -18,3 +18,23 @@ def with_plan_levers(fill: float, mask_keys: bool, method: str, model: str, shap
         return oracle_case(method, model, shape, sp, **kw)
     finally:
         padding.PadPlan.fill, padding.PadPlan.mask_keys = prev
+
+
+def sliced_cases(methods: list[str], model: str, run_shape: tuple, sp: int, budget: int, leak: bool = False,
+                 **over) -> dict:
+    """Each method's oracle check as a run of `run_shape` does it above a full-check budget of
+    `budget` (lowered in this rank for the test): on check_shape's slice. `leak`: padded tokens huge
+    and the key masks off (a broken padding path), which a check that pads must catch."""
+    from dspbench.models import Shape, get_config
+    from dspbench.run import oracle
+    prev = oracle.FULL_CHECK_BUDGET
+    oracle.FULL_CHECK_BUDGET = budget
+    try:
+        ocfg, oshape = oracle.check_shape(get_config(model, **over), Shape(*run_shape), sp)
+    finally:
+        oracle.FULL_CHECK_BUDGET = prev
+    sliced = (oshape.batch, oshape.frames, oshape.spatial)
+    run = (lambda m: with_plan_levers(1e3, False, m, model, sliced, sp, **over)) if leak else \
+        (lambda m: oracle_case(m, model, sliced, sp, **over))
+    assert ocfg.depth == get_config(model, **over).depth      # the tiny model's depth is already the slice's
+    return {m: {**run(m), "checked_shape": sliced} for m in methods}

@@ -34,6 +34,35 @@ def test_cfg_parallel_equals_single_device_cfg(rank_pool, method):
 
 
 @pytest.mark.gloo
+@pytest.mark.parametrize("method", METHODS)
+def test_cfg_parallel_pads_uneven_lengths_as_the_run_does(rank_pool, method):
+    """T 5 and S 7 at SP 2 (issue 42: each CFG group's pass ran unpadded, and its uneven split aborted
+    every rank on a gloo size mismatch): each group pads and cuts its own pass, the halves swap
+    predictions of the real shape, and the loop equals one device's; the ledger counts the pads."""
+    res = rank_pool(4).run(ct.cfg_parallel_case, method, "stdit-tiny", (1, 5, 7), 2)
+    for r in res:
+        assert "unsupported" not in r, r
+        assert r["output"] <= RTOL * max(1.0, r["output_scale"]), r["output"]
+        assert r["ledger"] == r["formula"], (r["ledger"], r["formula"])
+        # the exchange moves the unpadded prediction: 2 steps x 5 x 7 tokens x in_channels x 4 B
+        assert r["ledger"]["cfg_exchange/send_recv.fwd"] == 2 * 5 * 7 * r["in_channels"] * 4
+
+
+@pytest.mark.gloo
+def test_the_reported_uneven_cfg_parallel_run_is_checked_padded(tmp_path, capsys):
+    """Issue 42's command (T 5 at SP 2): it aborted every rank; now ok, oracle-checked on the run's shape."""
+    import json
+    from dspbench.cli import main
+    argv = ["run", "--model", "stdit-tiny", "--method", "ulysses", "--gpus", "4", "--sp", "2", "--cfg", "--cfg-parallel",
+            "--mode", "sample", "--frames", "5", "--spatial", "30", "--check", "--iters", "1", "--warmup", "0",
+            "--sample-steps", "2", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    rec = json.loads(next(tmp_path.glob("records-*.jsonl")).read_text().splitlines()[-1])
+    assert rec["status"] == "ok", rec["error"]
+    assert rec["padded_frames"] == 6 and rec["oracle_errors"]["shape"] == [1, 5, 30] and rec["comm_formula_match"]
+
+
+@pytest.mark.gloo
 @pytest.mark.parametrize("method, sp", [(m, 4) for m in METHODS] + [("dsp", 2)])
 def test_cfg_parallel_at_world_8(rank_pool, method, sp):
     """2 x SP 4, and 2 x (SP 2 x DP 2): each half's DP groups stay inside it (a few seconds)."""

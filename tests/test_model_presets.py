@@ -22,7 +22,9 @@ def test_every_preset_loads_with_its_source_and_what_it_simplifies():
     for name in presets():
         e = resolve(name)
         assert e.published["params"] > 0 and len(e.published["source"]) > 40 and e.notes["simplifies"]
-        assert e.sampling["guidance"] in ("cfg", "distilled") and video_to_tokens(name, e.sampling["video"])
+        assert video_to_tokens(name, e.sampling["video"])
+    # the loader refuses any guidance but these two, so check which: the guidance-distilled ones by name
+    assert {n for n in presets() if resolve(n).sampling["guidance"] == "distilled"} == {"flux.1-dev", "hunyuanvideo"}
 
 
 @pytest.mark.parametrize("name", PRESETS)

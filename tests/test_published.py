@@ -3,6 +3,7 @@ records are what their source files give, and bad input exits 2 with the reason,
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -31,9 +32,14 @@ def test_every_published_record_says_where_it_came_from():
     for r in recs:
         pub = r["published"]
         assert r["source"] == "published" and r["run_id"].startswith("pub-") and r["status"] == "ok"
-        assert pub["citation"] and r["hardware_profile"] and pub["software"] in ("eager", "compiled")
-        assert r["time_includes"] == "end_to_end" and pub["split"] in ("tune", "holdout")
+        assert pub["citation"] and r["hardware_profile"]
+        assert r["time_includes"] == "end_to_end"
         assert r["environ"]["hostnames"] == ["published"] and r["step_time_median_s"] == pub["latency_s"]
+    # software and split are refused unless one of their choices, so check which rows carry which
+    kinds = Counter((r["published"]["model"], r["published"]["software"], r["published"]["split"]) for r in recs)
+    assert kinds == {("flux.1-dev", "eager", "tune"): 6, ("flux.1-dev", "compiled", "holdout"): 6,
+                     ("step-video-t2v", "eager", "tune"): 4, ("step-video-t2v", "eager", "holdout"): 3,
+                     ("opensora-1.0", "eager", "holdout"): 3}
     approx = {r["published"]["model"]: r["model_approximated"] for r in recs}
     assert approx == {"opensora-1.0": None, "flux.1-dev": None, "step-video-t2v": None}   # every row on its preset
     assert len({r["run_id"] for r in recs}) == len(recs)      # eager and compiled rows are two records

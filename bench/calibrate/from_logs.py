@@ -10,6 +10,12 @@ bench/cost/tiers.py) and, when no single-host log is given, nothing else. Per ti
 logged group is used. Ops with no log keep the base profile's values and say so in [sources];
 each fitted value names its file and lines. The base is --base, else the datasheet profile of the
 logs' GPU model (its peak FLOPs, memory and HBM). Nothing is written unless every log parses.
+
+A log of one size (`-b 1G -e 1G`) gives its op's bandwidth only: busbw = wire bytes / (time - steps x
+alpha), with alpha from a log of the same op, tier and group size with several sizes (whose times
+by size join the table), or, with none, the base profile's alpha, said to be assumed in [sources].
+Where a log's in-place results were wrong but its out-of-place ones right, [sources] says the
+out-of-place column was fitted.
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ from pathlib import Path
 from dspbench.calibrate.nccl_logs import LogError, Test, parse_file, rows_for_fit
 from dspbench.calibrate.profile import link_dict
 from dspbench.cost.hardware import load_profile
+from dspbench.cost.tiers import steps
 from dspbench.methods.comm.ledger import OPS
 
 GPU_BASES = (("H200", "h200-ib"), ("H100", "h100-ib"), ("H800", "h800-nvlink"), ("A100", "a100-ib"))
@@ -71,15 +78,20 @@ def profile_from_logs(paths: list[str], name: str, base: str | None = None) -> t
         if not mine:
             continue
         n = max(t.world for t in mine)
-        chosen = {}
+        chosen, single = {}, {}
         for t in (t for t in mine if t.world == n):
-            chosen.setdefault(t.op, t)            # the first log of each op at that size
-        fitted = link_dict(rows_for_fit(list(chosen.values())))
-        links[tier] = _merge(links.get(tier, {}), fitted, tier, chosen, mine[0])
+            (single if t.one_size else chosen).setdefault(t.op, t)    # the first log of each op at that size
+        fitted = link_dict(rows_for_fit(list(chosen.values()))) if chosen else _empty(n)
         for op, t in chosen.items():
             src[f"link.{tier}.{op}"] = (f"measured: nccl-tests log {t.where()} ({len(t.rows)} sizes, {t.world} ranks on "
-                                        f"{len(t.hosts)} host(s), {t.op} {t.op_how}): out-of-place time, alpha-beta fit")
-        for op in sorted(set(OPS) - set(chosen)):     # span: only measured tables are read (cost/tiers.py)
+                                        f"{len(t.hosts)} host(s), {t.op} {t.op_how}): out-of-place time, alpha-beta "
+                                        f"fit{_inplace_note(t)}")
+        for op, t in single.items():
+            src[f"link.{tier}.{op}"] = _bandwidth_only(fitted, t, chosen.get(op), _base_alpha(d, tier, op), base_name)
+        notes += [f"{t.where()}: in-place results wrong at line(s) {', '.join(map(str, t.inplace_wrong))}; "
+                  "the out-of-place column is fitted" for t in [*chosen.values(), *single.values()] if t.inplace_wrong]
+        links[tier] = _merge(links.get(tier, {}), fitted, tier, {**single, **chosen}, mine[0])
+        for op in sorted(set(OPS) - set(chosen) - set(single)):     # span: only measured tables are read (cost/tiers.py)
             src[f"link.{tier}.{op}"] = (
                 f"kept from {base_name}: no nccl-tests log of {op} for this tier" if tier != "span" else
                 f"no nccl-tests log of {op} across nodes: priced from link.intra and link.inter "
@@ -87,6 +99,47 @@ def profile_from_logs(paths: list[str], name: str, base: str | None = None) -> t
     d.setdefault("device", {})["gpus_per_node"] = max(_per_node(t) for t in tests)
     src["device.gpus_per_node"] = f"the logs' devices blocks ({', '.join(sorted({t.where() for t in tests}))})"
     return d, notes
+
+
+def _inplace_note(t: Test) -> str:
+    if not t.inplace_wrong:
+        return ""
+    return (f"; in-place #wrong not 0 at line(s) {', '.join(map(str, t.inplace_wrong))} (older nccl-tests report "
+            "that for in-place alltoall): the out-of-place column, whose results were right, is fitted")
+
+
+def _empty(n: int) -> dict:
+    return {"alpha_s_op": {}, "busbw_GBps": {}, "time_s_op": {}, "ranks": n}
+
+
+def _base_alpha(d: dict, tier: str, op: str) -> float:
+    """The base profile's latency per step for op on tier (span has none of its own: inter's)."""
+    link = d.get("link", {}).get(tier) or d.get("link", {}).get("inter", {})
+    return float(link.get("alpha_s_op", {}).get(op, link.get("alpha_s", 0.0)))
+
+
+def _bandwidth_only(fitted: dict, t: Test, small: Test | None, base_alpha: float, base_name: str) -> str:
+    """A one-size log into fitted: its busbw past the latency of `small` (the same op's log of several
+    sizes, already fitted) or of the base profile (assumed); returns its [sources] line."""
+    op, (size, time_s, line, *_) = t.op, t.rows[0]
+    row = rows_for_fit([t])[0]
+    alpha = fitted["alpha_s_op"][op] if small else base_alpha
+    k = steps(op, t.world)
+    if time_s <= k * alpha:
+        raise LogError(f"{t.file}:{line}: size {size} B took {time_s * 1e6:.2f} us, no more than the latency "
+                       f"{k} x {alpha * 1e6:.2f} us it is priced with: a bandwidth cannot follow")
+    fitted["alpha_s_op"][op] = alpha
+    fitted["busbw_GBps"][op] = row["wire_bytes"] / (time_s - k * alpha) / 1e9
+    table = {s: tm for s, tm in fitted["time_s_op"].get(op, [])} | {size: time_s}
+    fitted["time_s_op"][op] = [[s, table[s]] for s in sorted(table)]
+    fitted["alpha_s"] = min(fitted["alpha_s_op"].values())
+    fitted["bw_GBps"] = max(fitted["busbw_GBps"].values())
+    where = (f"measured: latency from nccl-tests log {small.where()} ({len(small.rows)} sizes, alpha-beta fit)"
+             if small else f"assumed: latency {alpha * 1e6:.3f} us per step, {base_name}'s (no log of {op} at "
+                           "several sizes)")
+    return (f"measured: bandwidth from nccl-tests log {t.where()} (one size, {size} B, {t.world} ranks on "
+            f"{len(t.hosts)} host(s), {op} {t.op_how}): busbw = wire bytes / (time - {k} x alpha); {where}"
+            f"{_inplace_note(t)}")
 
 
 def _per_node(t: Test) -> int:

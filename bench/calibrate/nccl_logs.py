@@ -13,7 +13,12 @@ sendrecv (nccl-tests' doc/PERFORMANCE.md), the same factors as methods/comm/ledg
 row whose printed busbw disagrees with its own size and time by more than the printing allows is
 garbled; a row cut short at the end of a file is reported and skipped; anything else that is not
 nccl-tests output, a table with no rows, or logs of two different clusters (GPU models) mixed is a
-LogError naming file:line. Which collective a table is: the `*_perf` name on a command line above
+LogError naming file:line. Results nccl-tests found wrong are never fitted: a row whose out-of-place
+`#wrong` (a count) is not 0, or whose older `error` (the largest difference) exceeds WRONG_ERROR, is a
+LogError; one wrong in place only (older versions report that for in-place alltoall) keeps its
+out-of-place time, and the test lists its lines (`inplace_wrong`) for the profile's sources. A table
+of one size is a truncated one unless its header says it ran one (`minBytes` = `maxBytes`, as
+`-b 1G -e 1G` prints): `one_size`, read for bandwidth (bench/calibrate/from_logs.py). Which collective a table is: the `*_perf` name on a command line above
 it or in the file name, else its counts and bus factor (said so in the source).
 """
 from __future__ import annotations
@@ -28,6 +33,8 @@ BINARIES = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather", "r
             "alltoall_perf": "all_to_all", "sendrecv_perf": "send_recv"}
 _DEVICE = re.compile(r"#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$")
 _ROW = re.compile(r"^\s*\d+\s+\d+\s+\w+")
+_BYTES = re.compile(r"minBytes\s+(\d+)\s+maxBytes\s+(\d+)")
+WRONG_ERROR = 1e-3     # older nccl-tests' `error` column is the largest difference: far above float rounding
 
 
 class LogError(ValueError):
@@ -45,6 +52,12 @@ class Test:
     rows: list = field(default_factory=list)      # [(size, time_s, line)]
     skipped: list = field(default_factory=list)   # "file:line: why"
     last_line: int = 0
+    sizes_run: tuple = ()                         # (minBytes, maxBytes) of the `# nThread` header
+    inplace_wrong: list = field(default_factory=list)   # lines whose in-place results were wrong
+
+    @property
+    def one_size(self) -> bool:
+        return len({r[0] for r in self.rows}) == 1
 
     @property
     def world(self) -> int:
@@ -75,6 +88,8 @@ def parse_file(path: str | Path) -> list[Test]:
         hint = _binary_in(line) or hint
         if line.startswith("# nThread") or (line.startswith("#") and "Using devices" in line and cur is None):
             cur = Test(str(path), i, op=hint or "", op_how="named" if hint else "")
+            run = _BYTES.search(line)
+            cur.sizes_run = (int(run.group(1)), int(run.group(2))) if run else ()
             tests.append(cur)
             continue
         if cur is None:
@@ -115,7 +130,23 @@ def _row(t: Test, line: str, n: int, is_last: bool) -> None:
     if time_us is None or time_us <= 0:
         t.skipped.append(f"{t.file}:{n}: no out-of-place time (N/A), skipped")
         return
+    if _wrong(cells[first + 3], t, n):
+        raise LogError(f"{t.file}:{n}: size {size} B: out-of-place #wrong {cells[first + 3]}: nccl-tests found its "
+                       "results wrong, so its time is not fitted (rerun the test; check the GPUs and links)")
+    if len(cells) > first + 7 and _wrong(cells[first + 7], t, n):
+        t.inplace_wrong.append(n)
     t.rows.append((size, time_us * 1e-6, n, count, algbw, busbw, cells[2], cells[3]))
+
+
+def _wrong(cell: str, t: Test, n: int) -> bool:
+    """A #wrong count above 0, or an older `error` (largest difference) above WRONG_ERROR; N/A is not wrong."""
+    try:
+        value = _float(cell)
+    except ValueError:
+        raise LogError(f"{t.file}:{n}: a #wrong cell {cell!r} that is not a number") from None
+    if value is None:
+        return False
+    return value > 0 if re.fullmatch(r"\d+", cell) else value > WRONG_ERROR
 
 
 def _finish(t: Test) -> None:
@@ -127,9 +158,10 @@ def _finish(t: Test) -> None:
         t.op, t.op_how = _infer_op(t), "inferred from its counts and bus factor"
     n, factor = t.world, BUS_FACTOR[t.op](t.world)
     _check_counts(t)
-    if len({r[0] for r in t.rows}) < 2:
-        raise LogError(f"{t.file}:{t.rows[0][2]}: a truncated table: {len(t.rows)} row(s); a latency + bandwidth "
-                       "fit needs at least 2 sizes")
+    ran_one = len(t.sizes_run) == 2 and t.sizes_run[0] == t.sizes_run[1]
+    if t.one_size and not ran_one:
+        raise LogError(f"{t.file}:{t.rows[0][2]}: a truncated table: {len(t.rows)} row(s) of a run of sizes "
+                       f"{t.sizes_run or 'unknown'}; a latency + bandwidth fit needs at least 2 sizes")
     for size, time_s, line, count, algbw, busbw, *_ in t.rows:
         if busbw is not None and time_s > 0:
             expect = size / time_s / 1e9 * factor

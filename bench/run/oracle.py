@@ -26,14 +26,34 @@ def mse(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 
 def check_shape(cfg: ModelConfig, shape: Shape, sp: int) -> tuple[ModelConfig, Shape]:
-    """The full problem where it fits, else the smallest slice that keeps every sharded dim divisible."""
+    """The full problem where it fits, else a small slice that runs the run's padding path: T and S
+    keep their remainders mod sp, and the ranks holding pads hold them as the run's do (none, some,
+    only pads), so an uneven run is checked padded, not on an even slice."""
     if shape.batch * shape.tokens * cfg.hidden * cfg.stack_depth <= FULL_CHECK_BUDGET:
         return cfg, shape
-    # S = 4 sp keeps S sharded N ways; axial3d shards H' or W': S = sp^2 gives H' = W' = sp (token_hw).
-    spatial = 4 * sp if "S" in cfg.seq_dims else sp * sp
-    small = Shape(1, min(shape.frames, 2 * sp), min(shape.spatial, spatial))
+    frames = slice_extent(shape.frames, sp, 2)
+    # S of 4 tokens per rank keeps S sharded N ways; axial3d shards H' or W' (never padded: padding.pad_reason):
+    # S = sp^2 gives H' = W' = sp (token_hw)
+    spatial = slice_extent(shape.spatial, sp, 4) if "S" in cfg.seq_dims else min(shape.spatial, sp * sp)
     # two blocks of each kind: single-stream blocks after the joint ones keep one of each
-    return cfg.with_(depth=min(cfg.depth, 2), single_depth=min(cfg.single_depth, 2)), small
+    return cfg.with_(depth=min(cfg.depth, 2), single_depth=min(cfg.single_depth, 2)), Shape(1, frames, spatial)
+
+
+def slice_extent(extent: int, n: int, per_rank: int) -> int:
+    """The smallest extent, from `per_rank` tokens a rank up to `extent` itself, with extent's
+    remainder mod n and its pad layout: padded to a multiple of n and split in n equal chunks, the pads
+    (at the end) leave the same ranks without pads, partly padded and only padded (methods/padding.py)."""
+    pad, run_chunk = -extent % n, -(-extent // n)
+    for chunk in range(per_rank, run_chunk):
+        if _pad_layout(chunk, n, pad) == _pad_layout(run_chunk, n, pad):
+            return n * chunk - pad
+    return extent
+
+
+def _pad_layout(chunk: int, n: int, pad: int) -> tuple[str, ...]:
+    real = n * chunk - pad
+    held = [min(chunk, max(0, (i + 1) * chunk - real)) for i in range(n)]
+    return tuple("none" if h == 0 else "only" if h == chunk else "some" for h in held)
 
 
 def oracle_errors(spec, cfg: ModelConfig, shape: Shape, dims, seed: int = 0,
@@ -87,16 +107,19 @@ def _forward_errors(spec, cfg, shape, dims, ref, par, inputs, dtype) -> dict:
 
 @torch.no_grad()
 def cfg_parallel_errors(spec, cfg: ModelConfig, shape: Shape, dims, steps: int, scheduler: str = "ddim",
-                        seed: int = 0, device: torch.device = torch.device("cpu"), dtype=torch.float32) -> dict:
+                        seed: int = 0, device: torch.device = torch.device("cpu"), dtype=torch.float32,
+                        pad: str = "auto") -> dict:
     """CFG parallelism against one device: the whole sampling loop (`steps` model calls, guidance,
     scheduler updates) with cond and uncond as one batch of two on the unsharded model, beside this
     rank's loop with the method inside its CFG group and the exchange with its peer. Same weights,
-    same latents and captions on both halves; the ledger beside the formula of the parallel loop."""
+    same latents and captions on both halves; the ledger beside the formula of the parallel loop.
+    The parallel model is padded as the run's is (`spec.apply`): each CFG group pads and cuts its own
+    pass, so the predictions the halves swap are of the real, unpadded shape."""
     from dspbench.methods.spec import sample_comm_bytes
     from dspbench.run.sampler import sample
     torch.manual_seed(seed)
     ref = build_model(cfg).to(device=device, dtype=dtype)
-    par = spec.parallelize(copy.deepcopy(ref), dims)
+    par = spec.apply(copy.deepcopy(ref), dims, pad)
     x, _, y, _ = make_inputs(cfg, shape, seed=seed + 1, dtype=dtype, device=device)
     out_r = sample(ref, x, y, steps, cfg.in_channels, "batch", kind=scheduler)
     with Ledger() as led:

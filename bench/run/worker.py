@@ -123,7 +123,7 @@ def _oracle(cfg, spec, mcfg, shape, dims, device, dtype) -> dict:
     ocfg, oshape = check_shape(mcfg, shape, dims.sp)
     if dims.cfg == 2:   # the whole sampling loop, both passes, against one device's batch-of-2 CFG
         errs = cfg_parallel_errors(spec, ocfg, oshape, dims, cfg.sample_steps, sampler_for(mcfg.layout),
-                                   seed=cfg.seed, device=device, dtype=dtype)
+                                   seed=cfg.seed, device=device, dtype=dtype, pad=cfg.pad)
         return _checked({**errs, "shape": [oshape.batch, oshape.frames, oshape.spatial], "depth": ocfg.depth}, cfg,
                         ledger=True)
     # A method that cannot train here (MethodSpec.check_run) is checked forward only, in infer/sample.
