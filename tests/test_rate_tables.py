@@ -121,12 +121,12 @@ def test_a_table_keeps_the_schema(name):
 
 @pytest.mark.parametrize("name", GPU_KINDS)
 def test_a_table_has_the_default_kernels_of_its_arch(name):
-    """what SDPA runs on this arch (flash = FA2's kernel) and the standard attention, both passes"""
+    """what SDPA runs on this arch (flash = FA2's kernel, efficient, math), both passes, cuDNN's forward (sm80+), FA3 on Hopper"""
     t = load(RATES_DIR / f"{name}.toml")
     have = {(e["impl"], e["pass"]) for e in t["attention"] if e["head_dim"] == 128 and not e["causal"]}
-    need = {(i, p) for i in ("fa2", "sdpa_flash", "sdpa_efficient", "math") for p in PASSES}
+    need = {(i, p) for i in ("fa2", "sdpa_flash", "sdpa_efficient", "math") for p in PASSES} | {("cudnn", "fwd")}
     if t["arch"] == "hopper":
-        need |= {("fa3", "fwd"), ("cudnn", "fwd")}
+        need |= {("fa3", "fwd")}
     assert need <= have, sorted(need - have)
 
 
