@@ -1,6 +1,7 @@
 """The kernel rate tables (bench/cost/rates/<gpu>.toml, issue 40 item 1) keep their schema: one
 table per GPU kind of the list, each naming a devices.toml key; every entry says its kind and its
 source, a derived one its formula; attention curves rise in length and stay under the chip's peak."""
+import re
 import tomllib
 from pathlib import Path
 
@@ -161,3 +162,43 @@ def test_derived_hopper_rates_follow_their_chip_not_one_fraction_of_peak():
         e = next(e for e in t["attention"] if (e["impl"], e["head_dim"], e["causal"], e["pass"]) == ("fa2", 128, False, "fwd"))
         frac[g] = e["points"][-1][1] * 1e12 / devices()[g]["peak_flops"][e["dtype"]]
     assert frac["h100-sxm"] < 0.4 < 0.55 < frac["h20"]
+
+
+REF = re.compile(r"^([\w-]+)\.toml's (\w+) head_dim (\d+) causal (true|false) (fwd|fwd_bwd) entry")
+
+
+def rederived(e: dict, t: dict, all_tables: dict) -> list | None:
+    """An entry derived from another table's entry, recomputed from that entry by its own formula
+    (None where the entry is not of the two re-derivable forms)."""
+    m = REF.match(e["source"])
+    if not m or not e.get("formula", "").startswith(("1/r(L) = 1/G + max(", "standard attention = cuBLAS GEMMs")):
+        return None
+    ref_t = all_tables[m[1]]
+    key = (m[2], int(m[3]), m[4] == "true", m[5])
+    ref = next(x for x in ref_t["attention"] if (x["impl"], x["head_dim"], x["causal"], x["pass"]) == key and x["dtype"] == e["dtype"])
+    g_ref, g_x = ref_t["gemm"]["bf16"]["tflops"], t["gemm"]["bf16"]["tflops"]
+    if e["formula"].startswith("standard"):
+        bw = devices()[m[1]]["hbm_TBps"] / devices()[t["gpu"]]["hbm_TBps"]
+        return [[l, 1 / (max(1 / v - 1 / g_ref, 0) * bw + 1 / g_x)] for l, v in ref["points"]]
+    s = (ref_t["sms"] * ref_t["boost_clock_ghz"]) / (t["sms"] * t["boost_clock_ghz"])
+    return [[l, 1 / (1 / g_x + max(1 / v - 1 / g_ref, 0) * s)] for l, v in ref["points"]]
+
+
+@pytest.mark.parametrize("name", GPU_KINDS)
+def test_derived_entries_equal_their_formula_over_their_inputs(name):
+    """a derived rate is recomputed from the entry it names: a changed input without the derived
+    entry regenerated (a stale copy) fails here; sdpa_flash is fa2's kernel, so equals fa2"""
+    all_tables = tables()
+    t = all_tables[name]
+    by_key = {(e["impl"], e["head_dim"], e["causal"], e["pass"], e["dtype"]): e for e in t["attention"]}
+    checked = 0
+    for e in t["attention"]:
+        want = rederived(e, t, all_tables)
+        if e["impl"] == "sdpa_flash" or (e["impl"] == "cudnn" and t["arch"] != "hopper" and want is None):
+            want = by_key[("fa2", e["head_dim"], e["causal"], e["pass"], e["dtype"])]["points"]
+        if want is None:
+            continue
+        checked += 1
+        assert [p[0] for p in e["points"]] == [p[0] for p in want], (e["impl"], e["head_dim"], e["pass"])
+        assert [p[1] for p in e["points"]] == pytest.approx([p[1] for p in want], abs=0.051), (e["impl"], e["head_dim"], e["causal"], e["pass"])
+    assert checked >= 10
