@@ -10,7 +10,7 @@ import pytest
 from dspbench.cost.hardware import devices
 
 RATES_DIR = Path(__file__).resolve().parent.parent / "bench" / "cost" / "rates"
-GPU_KINDS = ("h100-sxm", "h100-pcie", "h800-sxm", "h200-sxm", "h20", "a100-sxm-80", "l40s", "l20", "rtx4090")
+GPU_KINDS = ("h100-sxm", "h100-pcie", "h800-sxm", "h200-sxm", "h20", "a100-sxm-80", "l40s", "l40", "l20", "rtx4090")
 KINDS = {"published", "measured", "derived", "datasheet"}
 ARCHS = {"ampere", "ada", "hopper"}
 IMPLS = {"fa2", "fa3", "cudnn", "sdpa_flash", "sdpa_efficient", "math"}
