@@ -204,7 +204,7 @@ class PadPlan:
             return None
         real = [self.extents[a][0] for a in axes]
         padded = [self.extents[a][1] for a in axes]
-        grid = torch.ones(padded, dtype=torch.bool)
+        grid = torch.ones(padded, dtype=torch.bool, device="cpu")   # the mask lives on the CPU (KeyMask.real)
         for i, r in enumerate(real):
             grid.narrow(i, r, padded[i] - r).fill_(False)
         whole = grid.numel() == length

@@ -198,13 +198,18 @@ def _one_call(cfg, mcfg) -> tuple[dict, dict]:
         with torch.device("meta"):
             model = get_method_apply(get_method(cfg.method), build_model(mcfg).to(dtype), dims, cfg.pad)
         batch = cfg.batch if halves == 2 else cfg.model_batch   # CFG parallel: one pass per rank
-        x, t, y, _ = make_inputs(mcfg, Shape(batch, cfg.frames, cfg.spatial), dtype=dtype, device="meta")
-        if cfg.mode == "train":
-            model.train()
-            return trace_ops(lambda: model(x, t, y).float().square().mean().backward())
-        model.eval()
-        with torch.no_grad():
-            return trace_ops(lambda: model(x, t, y))
+        x, t, y = (torch.empty(v.shape, dtype=v.dtype, device="meta") for v in
+                   make_inputs(mcfg, Shape(batch, 1, 1), dtype=dtype, device="meta")[:3])
+        x = torch.empty(*x.shape[:2], cfg.frames * mcfg.patch[0], *Shape(batch, cfg.frames, cfg.spatial).latent_hw(mcfg.patch),
+                        dtype=dtype, device="meta")
+        # tensors the model makes from extents (positional tables) are made on the meta device too
+        with torch.device("meta"):
+            if cfg.mode == "train":
+                model.train()
+                return trace_ops(lambda: model(x, t, y).float().square().mean().backward())
+            model.eval()
+            with torch.no_grad():
+                return trace_ops(lambda: model(x, t, y))
     finally:
         dist.destroy_process_group()
 
