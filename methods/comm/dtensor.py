@@ -113,7 +113,8 @@ class TorchContextParallelAttention(nn.Module):
         from torch.distributed.tensor.experimental import _context_parallel as cp
         cp._cp_options.enable_load_balance = False     # its backward refuses load balance without causal
         cp._enable_context_parallel_dispatcher()        # DTensor SDPA -> CP's ring handlers (CUDA kernels)
-        mesh = DeviceMesh.from_group(self.group, device_type)
+        # traced on the meta device (bench/cost/rank_trace): the mesh lives on the CPU
+        mesh = DeviceMesh.from_group(self.group, "cpu" if device_type == "meta" else device_type)
         style = cp._ContextParallel(seq_dim=2, attention_type=cp._ContextParallel.AttentionType.SDPA)
         self.attn = style._apply(_SDPA(), mesh)
 
