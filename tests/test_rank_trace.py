@@ -74,3 +74,18 @@ def test_cfg_parallel_runs_half_the_batch_of_cfg_as_a_batch():
     batch = rank_kernels(cfg("ulysses", 2, mode="sample", cfg=True))
     parallel = rank_kernels(replace(cfg("ulysses", 2, mode="sample", cfg=True, cfg_parallel=True), gpus=4))
     assert 2 * flops(parallel, "gemm") == pytest.approx(flops(batch, "gemm"), rel=1e-9)
+
+
+def test_every_collective_the_rank_issues_is_charged_as_a_host_launch():
+    from dspbench.cost.gpu_compute import gpu_compute
+    from dspbench.cost.hardware import load_profile
+    prof = load_profile("h100-ib")
+    per = float(prof.host["s_per_kernel"])
+    for method in ("dsp", "megatron_sp"):
+        cfg = RunConfig(method=method, model="stdit-tiny", frames=8, spatial=16, sp=2, gpus=2)
+        rk = rank_kernels(cfg)
+        launches = rk.count + sum(n for _, n in rk.collectives)
+        assert sum(n for _, n in rk.collectives) > 0
+        got = gpu_compute(cfg, prof)
+        assert got.explain["host"]["calls"] == launches
+        assert got.host_s == pytest.approx(launches * per + float(prof.host["call_s"]))

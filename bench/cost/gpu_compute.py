@@ -2,7 +2,12 @@
 
     compute = calls x max(device, host)
     device  = sum over the rank's kernels of kernel seconds (bench/cost/kernel_price.py)
-    host    = kernels x host s_per_kernel + call_s   (eager; x compiled_factor under --compiled)
+    host    = (kernels + collective calls) x host s_per_kernel + call_s
+              (eager; x compiled_factor under --compiled)
+
+A collective the rank issues is a launch too: c10d enqueues one NCCL kernel on the host's thread
+like any other kernel, so each traced collective call costs at least one kernel's host time (a
+method that issues 33 collectives a step is charged for 33 launches, not only for their bytes).
 
 `calls` are the model calls of a step: 1 in training (the trace holds forward and backward, a
 checkpoint's recompute included) and inference, the denoising steps in sample mode (each call at
@@ -57,12 +62,13 @@ def gpu_compute(cfg, profile, compiled: bool = False) -> GpuCompute:
     rk = rank_kernels(trace_key(cfg))
     costs = price_rank(rk, table, profile.hbm_Bps, impl)
     device = sum(c.total_s for c in costs) * profile.compute_scale
-    host = host_seconds(profile, rk.count, compiled)
+    launches = rk.count + sum(n for _, n in rk.collectives)
+    host = host_seconds(profile, launches, compiled)
     calls = model_calls(cfg)
     classes = {k: v * calls for k, v in by_class(costs).items()}
     explain = {k: {**v, "seconds": v["seconds"] * calls, "calls": v["calls"] * calls, "flops": v["flops"] * calls,
                    "sources": {src: s * calls for src, s in v["sources"].items()}}
                for k, v in sources(costs).items()}
-    explain["host"] = {"seconds": host * calls, "calls": rk.count * calls, "bound": host > device,
+    explain["host"] = {"seconds": host * calls, "calls": launches * calls, "bound": host > device,
                        "sources": {f"{k}: {profile.sources.get(f'host.{k}', 'no source')}": 0.0 for k in profile.host}}
     return GpuCompute(calls * max(device, host), calls, device, host, classes, explain, impl, int(rk.count))
