@@ -70,7 +70,9 @@ def test_impossible_configurations_are_unsupported_without_starting_ranks(tmp_pa
 
 @pytest.mark.parametrize("kw, words", [
     (dict(method="nonexistent"), ["unknown method 'nonexistent'", "entry-point group 'dspbench.methods'"]),
-    (dict(model="stdit-huge"), ["unknown model 'stdit-huge'"])])
+    (dict(model="stdit-huge"), ["unknown model 'stdit-huge'"]),
+    # issue 42: sp 0 divided by zero (RunConfig.dp) before it was a static error
+    (dict(sp=0), ["sp must be a degree >= 1 or auto, got 0"]), (dict(sp=-2), ["sp must be a degree >= 1"])])
 def test_unknown_method_or_model_exits_2_and_writes_nothing(tmp_path, capsys, kw, words):
     from dspbench.cli import main
     flags = [f"--{k}={v}" for k, v in kw.items()]
@@ -78,7 +80,7 @@ def test_unknown_method_or_model_exits_2_and_writes_nothing(tmp_path, capsys, kw
     err = capsys.readouterr().err
     assert all(w in err for w in words), err
     assert not (tmp_path / "out").exists()
-    with pytest.raises(ValueError, match="unknown"):
+    with pytest.raises(ValueError, match="unknown|sp must be"):
         run(tmp_path, **kw)
     assert not (tmp_path / "records.jsonl").exists()
 

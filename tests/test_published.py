@@ -62,6 +62,12 @@ def _broken(tmp_path: Path, old: str, new: str) -> Path:
     ('software = "eager"', 'software = "jit"', "one of eager, compiled"),
     ("latency_s = 6.71", "latency_s = -6.71", "must be positive"),
     ('model_ref = "flux.1-dev"', 'model_ref = "no-such-model"', "no-such-model"),
+    # issue 42: a blank citation is no citation; a degree that cannot split the GPUs is the file's typo
+    # (it divided by zero: dp = gpus // sp), and a degree below 1 too
+    ('citation = "xDiT repository (github.com/xdit-project/xDiT), docs/performance/flux.md: Flux.1-dev, 1024x1024, '
+     '28 steps, 4x H100 NVLink"', 'citation = "   "', "no citation"),
+    ("gpus = 2\nsp = 2", "gpus = 2\nsp = 3", "sp=3 does not divide gpus=2"),
+    ("gpus = 2\nsp = 2", "gpus = 2\nsp = 0", "sp must be a degree >= 1"),
 ])
 def test_bad_source_exits_2_and_writes_nothing(tmp_path, capsys, old, new, reason):
     bad, out = _broken(tmp_path, old, new), tmp_path / "out"

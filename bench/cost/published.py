@@ -52,7 +52,7 @@ def check_point(p: dict, where: str) -> dict:
     if unknown:
         raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join([*REQUIRED, *OPTIONAL])})")
     for key, kind in REQUIRED.items():
-        if key not in p or p[key] in ("", None):
+        if key not in p or p[key] is None or (isinstance(p[key], str) and not p[key].strip()):
             raise ValueError(f"{where}: no {key} (a published record needs its {key})")
     for key, kind in {**REQUIRED, **OPTIONAL}.items():
         if key in p and not _is(p[key], kind):
@@ -86,6 +86,8 @@ def run_config(p: dict):
                     launcher="env", shard=p.get("shard", "S"), sample_steps=p["steps"], cfg=p["cfg"],
                     ulysses_degree=p.get("ulysses_degree", 0))
     validate(cfg)     # the names too: a model reference that does not resolve is the file's error
+    if why := cfg.degree_error():   # a published point ran: degrees that cannot split its GPUs are a typo
+        raise ValueError(f"sp {p['sp']} on gpus {p['gpus']}: {why}")
     return cfg
 
 

@@ -50,11 +50,8 @@ def unsupported_reason(cfg: RunConfig) -> str | None:
     if cfg.sp == "auto":   # run_config resolves it first; reaching here means it could not
         return "--sp auto is resolved only with a hardware profile (--hardware)"
     sp = int(cfg.sp)
-    if cfg.cfg_parallel and cfg.gpus % 2:
-        return f"cfg_parallel splits the world into a cond and an uncond half: gpus={cfg.gpus} is odd"
-    if sp < 1 or cfg.gpus % (sp * cfg.cfg_degree):
-        where = f"half of gpus={cfg.gpus} (one CFG group)" if cfg.cfg_parallel else f"gpus={cfg.gpus}"
-        return f"sp={sp} does not divide {where}"
+    if why := cfg.degree_error():
+        return why
     if cfg.zero and importlib.util.find_spec("deepspeed") is None:
         return f"zero={cfg.zero} runs on DeepSpeed's engine, which is not installed (pip install 'dspbench[deepspeed]')"
     if cfg.backend == "nccl" and cfg.launcher == "local":

@@ -112,6 +112,17 @@ class RunConfig:
         """2 under CFG parallelism (two rank groups), else 1."""
         return 2 if self.cfg_parallel else 1
 
+    def degree_error(self) -> str | None:
+        """Why --sp cannot split --gpus (CFG parallel: within one half), or None. Not a static error:
+        a grid's point the degree does not divide is an `unsupported` record (facts/build.py)."""
+        sp = int(self.sp)
+        if self.cfg_parallel and self.gpus % 2:
+            return f"cfg_parallel splits the world into a cond and an uncond half: gpus={self.gpus} is odd"
+        if self.gpus % (sp * self.cfg_degree):
+            where = f"half of gpus={self.gpus} (one CFG group)" if self.cfg_parallel else f"gpus={self.gpus}"
+            return f"sp={sp} does not divide {where}"
+        return None
+
     @property
     def dp(self) -> int:
         return self.gpus // (int(self.sp) * self.cfg_degree)
@@ -137,6 +148,8 @@ class RunConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.warmup < 0:
             raise ValueError(f"warmup must be >= 0, got {self.warmup}")
+        if self.sp != "auto" and (not isinstance(self.sp, int) or isinstance(self.sp, bool) or self.sp < 1):
+            raise ValueError(f"sp must be a degree >= 1 or auto, got {self.sp!r}")
         if self.a2a not in A2A_STYLES:
             raise ValueError(f"a2a must be one of {A2A_STYLES}, got {self.a2a!r}")
         if self.pad not in PAD_MODES:
