@@ -36,7 +36,8 @@ def table(doc: dict, rows: list[dict]) -> list[str]:
     out = [f"| rank | method | SP | DP | ckpt | ZeRO | {doc['metric']} [interval] | GiB per rank (usable) "
            "| comm share | exposed comm (ms) | tie | shard | a2a |", "|" + "---|" * 13]
     for r in rows:
-        out.append(f"| {r['rank']} | {r['method']} | {r['sp']} | {r['dp']} | {'yes' if r['grad_ckpt'] else 'no'} | "
+        twins = "".join(f" = {t['name']}" for t in r.get("twins", []))   # the same collectives and kernels
+        out.append(f"| {r['rank']} | {r['method']}{twins} | {r['sp']} | {r['dp']} | {'yes' if r['grad_ckpt'] else 'no'} | "
                    f"{r['zero']} | {_score(r, doc['metric'])} | {r['peak_mem_bytes'] / 2**30:.1f} "
                    f"({r['usable_bytes'] / 2**30:.1f}) | {r['comm_share']:.0%} | {r['exposed_comm_s'] * 1e3:.1f} | "
                    f"{'tie' if r['tie'] else ''} | {'/'.join(r['shard'])} | {'/'.join(r['a2a'])} |")
@@ -51,7 +52,7 @@ def markdown(doc: dict, figures: dict[str, str]) -> str:
              f"Intervals: {doc['interval_source']}. Tie: the row's interval overlaps the best's. "
              f"Ranked {len(rows)} of {doc['candidates']} candidates; {len(doc['pruned'])} pruned.", "",
              f"## Ranked (top {min(TABLE_ROWS, len(rows))})", ""] + table(doc, rows[:TABLE_ROWS])
-    lines += ["", "## Best per method", ""] + table(doc, [rows[i - 1] for i in best.values()])
+    lines += ["", "## Best per method", ""] + table(doc, [rows[i - 1] for i in sorted(set(best.values()))])
     lines += ["", "## Pruned", ""] + [f"- {m}: {why}" for m, ws in doc["pruned_reasons"].items() for why in ws]
     for title, key in (("Frontier: each method at its best settings vs GPUs", "frontier"),
                        ("Crossover: the winning method vs inter-node bandwidth and sequence length", "crossover")):

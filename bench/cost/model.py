@@ -27,7 +27,7 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dspbench.records.config import RunConfig, flops_factors
 from dspbench.cost.comm import engine_ops, plan_times, plan_wire
@@ -53,6 +53,10 @@ class Prediction:
     hidden_s: float
     mem: dict               # bytes per rank by part, with 'peak'
     usable_bytes: float
+    # what was priced, for comparing mechanisms (bench/plan/twins.py): the step's collectives
+    # [(phase, Op)] (engine and CFG exchange included) and the grid every rank computes on (padded)
+    plan: list = field(default_factory=list)
+    grid: Shape | None = None
 
     @property
     def comm_total_s(self) -> float:
@@ -198,4 +202,4 @@ def predict(cfg: RunConfig, profile: Profile, compiled: bool = False) -> Predict
     # An emulated budget (CPU clusters) replaces the device's memory; the profile's reserved part
     # (the runtime's own working memory) still comes off it.
     usable = profile.usable_bytes_of(cfg.mem_budget_mib * 2**20) if cfg.mem_budget_mib else profile.usable_bytes
-    return Prediction(comm_s, wire, compute, optimizer, hidden, mem, usable)
+    return Prediction(comm_s, wire, compute, optimizer, hidden, mem, usable, plan, shape)

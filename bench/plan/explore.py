@@ -19,13 +19,13 @@ FRAME_FACTORS = (0.25, 0.5, 1, 2)
 
 
 def _best(request: Request, profile: Profile) -> dict | None:
-    """{method: (score, description)} of one lean plan; None when nothing fits."""
+    """{method: (score, description, rank)} of one lean plan (a twin's: its row's); None when nothing fits."""
     from dspbench.plan.rank import describe
     try:
         doc = plan(replace(request, lean=True), profile)
     except ValueError:
         return None
-    return {m: (doc["rows"][i - 1]["score"], describe(doc["rows"][i - 1])) for m, i in doc["best_per_method"].items()}
+    return {m: (doc["rows"][i - 1]["score"], describe(doc["rows"][i - 1]), i) for m, i in doc["best_per_method"].items()}
 
 
 def frontier(request: Request, profile: Profile) -> list[dict]:
@@ -35,7 +35,7 @@ def frontier(request: Request, profile: Profile) -> list[dict]:
     rows = []
     for n in counts:
         best = _best(replace(request, base=replace(request.base, gpus=n)), profile) or {}
-        rows += [{"gpus": n, "method": m, "score": s, "config": d} for m, (s, d) in best.items()]
+        rows += [{"gpus": n, "method": m, "score": s, "config": d} for m, (s, d, _) in best.items()]
     return rows
 
 
@@ -56,7 +56,8 @@ def crossover(request: Request, profile: Profile) -> list[dict]:
 
 
 def _runner_up(best: dict | None, win) -> float | None:
-    others = sorted((s for m, (s, _) in (best or {}).items() if win and m != win[0]), reverse=True)
+    """The winner's lead over the best row that is not its own (its twins run what it runs)."""
+    others = sorted((s for m, (s, _, i) in (best or {}).items() if win and i != win[1][2]), reverse=True)
     return win[1][0] / others[0] if others else None
 
 

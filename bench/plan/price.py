@@ -9,6 +9,7 @@ from dspbench.cost.hardware import Profile
 from dspbench.cost.interval import shared_corners, with_assumed_spread
 from dspbench.cost.model import predict
 from dspbench.cost.predict import throughput, why_unsupported
+from dspbench.plan.twins import mechanism
 from dspbench.records.config import RunConfig
 
 LATENCY_MODES = ("infer", "sample")   # ranked by seconds per video (one batch's latency), else samples/s
@@ -56,4 +57,4 @@ def price(cfg: RunConfig, pricer: Pricer) -> dict:
             "samples_per_s": rates["samples_per_s"], "mfu": rates["mfu"],
             "compute_s": p.compute_s, "optimizer_s": p.optimizer_s, "comm_s": comm,
             "exposed_comm_s": p.comm_total_s, "comm_share": comm / p.step_s if p.step_s else 0.0,
-            "comm_wire_bytes": sum(p.comm_wire.values())}
+            "comm_wire_bytes": sum(p.comm_wire.values()), "mechanism": mechanism(cfg, p)}

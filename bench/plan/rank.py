@@ -5,14 +5,25 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from dspbench.plan.axes import CORE, variant_fields
+from dspbench.plan.twins import name as twin_name
 
-# Two candidates that differ only in variant axes are one row when these agree exactly.
+# Two candidates of one method that differ only in variant axes are one row when these agree exactly.
 SAME_PRICE = ("step_time_s", "step_time_low_s", "step_time_high_s", "peak_mem_bytes", "comm_wire_bytes")
 
 
+def _order(r: dict) -> tuple:
+    """Best first: score, then fewer GPUs per SP group, then less memory, then the method's name."""
+    return (-r["score"], r["sp"], r["peak_mem_bytes"], r["method"])
+
+
 def merge(rows: list[dict]) -> list[dict]:
-    """One row per (core axes, price): the variant axes' values that price the same listed, first
-    value first (the one a sweep pins)."""
+    """A method's variants that price the same as one row, then twins folded into one row."""
+    return fold_twins(merge_variants(rows))
+
+
+def merge_variants(rows: list[dict]) -> list[dict]:
+    """One row per (method, core axes, price): the variant axes' values that price the same listed,
+    first value first (the one a sweep pins), with each one's mechanism (bench/plan/twins.py)."""
     merged: dict[tuple, dict] = {}
     for r in rows:
         key = tuple(r[k] for k in CORE) + tuple(r[k] for k in SAME_PRICE) + tuple(r["corner_scores"])
@@ -21,14 +32,38 @@ def merge(rows: list[dict]) -> list[dict]:
                 v = getattr(r["config"], f)
                 if v not in merged[key][f]:
                     merged[key][f].append(v)
+            merged[key]["mechanisms"].append(r["mechanism"])
         else:
-            merged[key] = {**r, **{f: [getattr(r["config"], f)] for f in variant_fields()}}
+            merged[key] = {**r, **{f: [getattr(r["config"], f)] for f in variant_fields()},
+                           "mechanisms": [r["mechanism"]], "twins": []}
     return list(merged.values())
+
+
+def fold_twins(rows: list[dict]) -> list[dict]:
+    """Best first, a row whose pinned configuration runs the mechanism of a better (or, at equal
+    score, alphabetically earlier) row of another method is that row's twin: named there, not
+    ranked apart, so no verdict compares a configuration with itself under another name."""
+    out, owner = [], {}
+    for r in sorted(rows, key=_order):
+        first = owner.get(r["mechanism"])
+        if first is not None and first["method"] != r["method"]:
+            if r["method"] not in methods_of(first):
+                first["twins"].append({"method": r["method"], "name": twin_name(r), "score": r["score"]})
+            continue
+        out.append(r)
+        for m in r["mechanisms"]:
+            owner.setdefault(m, r)
+    return out
+
+
+def methods_of(r: dict) -> list[str]:
+    """The row's method and its twins' (bench/plan/twins.py)."""
+    return [r["method"]] + [t["method"] for t in r.get("twins", [])]
 
 
 def rank(rows: list[dict]) -> list[dict]:
     """Best first (score, then fewer GPUs per SP group, then less memory); rank numbers and ties."""
-    out = sorted(merge(rows), key=lambda r: (-r["score"], r["sp"], r["peak_mem_bytes"], r["method"]))
+    out = sorted(merge(rows), key=_order)
     best = out[0] if out else None
     for i, r in enumerate(out):
         r["rank"] = i + 1
@@ -37,9 +72,11 @@ def rank(rows: list[dict]) -> list[dict]:
 
 
 def best_per_method(ranked: list[dict]) -> dict[str, dict]:
+    """Each method's best row, a twin's included (the row that runs what it runs)."""
     out: dict[str, dict] = {}
     for r in ranked:
-        out.setdefault(r["method"], r)
+        for m in methods_of(r):
+            out.setdefault(m, r)
     return out
 
 
@@ -56,7 +93,8 @@ def describe(r: dict) -> str:
     u = r.get("ulysses_degree") or [0]
     if len(u) == 1 and u[0]:
         bits.append(f"Ulysses {u[0]} x ring {r['sp'] // u[0]}")    # usp's split (--ulysses-degree)
-    return ", ".join(bits)
+    twins = " = ".join(t["name"] for t in r.get("twins", []))      # the same collectives and kernels
+    return ", ".join(bits) + (f" (= {twins})" if twins else "")
 
 
 def lead(best: dict, other: dict) -> tuple[float, float, float]:
@@ -67,9 +105,11 @@ def lead(best: dict, other: dict) -> tuple[float, float, float]:
 
 
 def runner_up(ranked: list[dict]) -> dict | None:
-    """The best row's lead over the best row of any other method: {over, ratio, low, high}."""
+    """The best row's lead over the best row that runs another method, {over, ratio, low, high}: not
+    one of its twins (they are its own row: the same collectives and kernels under another name),
+    and not a row where its method is a twin."""
     best = ranked[0]
-    other = next((r for r in ranked if r["method"] != best["method"]), None)
+    other = next((r for r in ranked[1:] if best["method"] not in methods_of(r)), None)
     if other is None:
         return None
     x, lo, hi = lead(best, other)
@@ -112,7 +152,7 @@ def pruned_summary(pruned: list[dict], methods: tuple[str, ...]) -> dict[str, li
 
 def public(r: dict) -> dict:
     """A row as JSON: its configuration as the RunConfig fields a run takes."""
-    out = {k: v for k, v in r.items() if k != "config"}
+    out = {k: v for k, v in r.items() if k not in ("config", "mechanism", "mechanisms")}
     out["config"] = {k: v for k, v in asdict(r["config"]).items()
                      if k not in ("launcher", "sp_auto", "check", "threads", "inject_fault")}
     return out

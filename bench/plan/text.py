@@ -17,7 +17,8 @@ def _score(r: dict, doc: dict) -> str:
 
 def _variants(r: dict) -> str:
     cfgp = " cfg-parallel" if r.get("cfg_parallel") == [True] else ""   # dp counts one CFG group's replicas
-    return f"{'|'.join(r['shard'])} {'|'.join(r['a2a'])}{cfgp}"
+    twins = "".join(f" = {t['name']}" for t in r.get("twins", []))   # the same collectives and kernels
+    return f"{'|'.join(r['shard'])} {'|'.join(r['a2a'])}{cfgp}{twins}"
 
 
 def row_line(r: dict, doc: dict) -> str:
@@ -31,7 +32,7 @@ def row_line(r: dict, doc: dict) -> str:
 def header(doc: dict) -> str:
     metric = "samples/s [interval]" if doc["metric"] == "samples/s" else "s/video [interval]"
     return (f"{'rank':>4} {'method':<18} {'sp':>3} {'dp':>3} {'ckpt':>4} {'zero':>4}  {metric:<26} "
-            f"{'GiB/rank':>12} {'comm':>6} {'exposed ms':>10}  {'':<3}  shard a2a")
+            f"{'GiB/rank':>12} {'comm':>6} {'exposed ms':>10}  {'':<3}  shard a2a (= twins)")
 
 
 def render(doc: dict, top: int) -> str:
@@ -46,7 +47,7 @@ def render(doc: dict, top: int) -> str:
              header(doc)]
     lines += [row_line(r, doc) for r in rows[:top]]
     lines += ["", "best per method:", header(doc)]
-    lines += [row_line(rows[i - 1], doc) for i in doc["best_per_method"].values()]
+    lines += [row_line(rows[i - 1], doc) for i in sorted(set(doc["best_per_method"].values()))]
     lines += ["", f"pruned {len(doc['pruned'])} candidates:"]
     for m, reasons in doc["pruned_reasons"].items():
         lines += [f"  {m}: {why}" for why in reasons]
