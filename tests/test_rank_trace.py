@@ -89,3 +89,10 @@ def test_every_collective_the_rank_issues_is_charged_as_a_host_launch():
         got = gpu_compute(cfg, prof)
         assert got.explain["host"]["calls"] == launches
         assert got.host_s == pytest.approx(launches * per + float(prof.host["call_s"]))
+
+
+def test_tracing_leaves_the_process_excepthook_as_it_found_it():
+    import sys
+    hook = sys.excepthook
+    rank_kernels(cfg("dsp", 2, S=16))
+    assert sys.excepthook is hook      # torch's init_process_group wraps it, one "[rank0]: " per trace

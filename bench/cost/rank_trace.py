@@ -20,6 +20,7 @@ the meta device would otherwise take.
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import dataclass, replace
 
 GEMM_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm"})
@@ -191,6 +192,7 @@ def _one_call(cfg, mcfg) -> tuple[dict, dict]:
     sp, halves = int(cfg.sp), cfg.cfg_degree
     if dist.is_initialized():
         raise RuntimeError("rank_trace needs a process without a process group (it makes a fake one)")
+    hook = sys.excepthook     # init_process_group wraps it with a "[rank0]: " prefix, once per trace
     dist.init_process_group("fake", rank=0, world_size=sp * halves, store=FakeStore())
     try:
         dtype = TORCH_DTYPES[cfg.dtype]
@@ -212,6 +214,7 @@ def _one_call(cfg, mcfg) -> tuple[dict, dict]:
                 return trace_ops(lambda: model(x, t, y))
     finally:
         dist.destroy_process_group()
+        sys.excepthook = hook
 
 
 def get_method_apply(spec, model, dims, pad):
@@ -235,10 +238,12 @@ def rank_kernels(cfg) -> RankKernels:
     under a tracing mode on the meta device)."""
     from dspbench.models import get_config
     mcfg = get_config(cfg.model)
-    kernels, colls = _by_depth(cfg, mcfg)
-    if cfg.grad_ckpt and cfg.mode == "train":
+    if cfg.grad_ckpt and cfg.mode == "train":    # the run without checkpointing (cached) + one forward of the blocks
+        plain = rank_kernels(replace(cfg, grad_ckpt=False))
         fwd, fwd_colls = _by_depth(replace(cfg, mode="infer", grad_ckpt=False), mcfg, blocks_only=True)
-        kernels, colls = _plus(kernels, fwd), _plus(colls, fwd_colls)
+        kernels, colls = _plus(dict(plain.kernels), fwd), _plus(dict(plain.collectives), fwd_colls)
+    else:
+        kernels, colls = _by_depth(cfg, mcfg)
     order = sorted(kernels.items(), key=lambda kv: -kv[0].flops * kv[1])
     return RankKernels(tuple(order), tuple(sorted(colls.items())))
 
