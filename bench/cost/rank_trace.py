@@ -244,7 +244,8 @@ def rank_kernels(cfg) -> RankKernels:
         kernels, colls = _plus(dict(plain.kernels), fwd), _plus(dict(plain.collectives), fwd_colls)
     else:
         kernels, colls = _by_depth(cfg, mcfg)
-    order = sorted(kernels.items(), key=lambda kv: -kv[0].flops * kv[1])
+    # a total order (ties broken by the kernel itself): sums over it are the same float in every process
+    order = sorted(kernels.items(), key=lambda kv: (-kv[0].flops * kv[1], repr(kv[0])))
     return RankKernels(tuple(order), tuple(sorted(colls.items())))
 
 
