@@ -1,6 +1,7 @@
 """Sample-mode predictions price the whole pipeline (bench/cost/pipeline.py): text encoding, the
 denoising steps, the VAE decode, each a stage in the record, their sum the end-to-end time; the
 DiT-only step time stays in step_time_median_s."""
+from dataclasses import replace
 import json
 
 import pytest
@@ -144,8 +145,13 @@ def test_hopper_datasheet_profiles_price_the_decode_at_the_measured_conv_rate(tm
         # the A100's fraction must be absent too (this read `... or fraction is None`: any A100 passed)
         assert prof.conv_peak_fraction == fraction
         assert ("compute.conv_peak_fraction" in prof.sources) == (fraction is not None)
-        rec = predicted_record(cfg, prof)
+        # the fraction is the price where no rate table is (a profile without a sku); with its GPU's
+        # table the decode is priced conv by conv (cost/stage_kernels.py) and differs from it
+        bare = replace(prof, sku="")
+        rec = predicted_record(cfg, bare)
         rate = prof.peak_flops["bf16"] * fraction if fraction else prof.flops("bf16")
         assert rec["predicted_stages_s"]["vae_decode"] == pytest.approx(rec["pipeline"]["flops"]["vae_decode"] / rate)
+        by_kernel = predicted_record(cfg, prof)["predicted_stages_s"]["vae_decode"]
+        assert by_kernel != pytest.approx(rec["predicted_stages_s"]["vae_decode"], rel=1e-3)
     with pytest.raises(ValueError, match="conv_peak_fraction must be in"):
         from_dict({**load_profile("h100-ib").raw, "compute": {"efficiency": 0.45, "conv_peak_fraction": 1.4}})
