@@ -44,6 +44,7 @@ def test_cpu_rehearsal_runs_every_step_and_summarises(tmp_path):
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     steps = [line.split("\t") for line in (tmp_path / "steps.tsv").read_text().splitlines()]
     assert {n for n, _, _ in steps} >= {"pytest", "ring_error", "calibrate", "curve", "xl_step", "xl_predict",
+                                         "replay_stdit-tiny_ulysses", "replay_stdit-tiny_ring",
                                          *(f"run_{m}" for m in METHODS)}
     assert all(rc == "0" for _, rc, _ in steps)
     recs = _records(tmp_path / "records.jsonl")
@@ -55,7 +56,12 @@ def test_cpu_rehearsal_runs_every_step_and_summarises(tmp_path):
     curve = load_profile(str(tmp_path / "curve.toml")).curve        # the device curve, fitted, as predict reads it
     assert curve["gemm_peak_fraction"] > 0 and curve["host_s_per_kernel"] > 0 and curve["conv_peak_fraction"] > 0
     assert len(json.loads((tmp_path / "ring_error.json").read_text())) == 6
+    replay = _records(tmp_path / "replay.jsonl")
+    summaries = [r for r in replay if r["source"] == "measured-replay-summary"]
+    assert [(r["method"], r["kernels_replayed"]) for r in summaries] == [("ulysses", 8), ("ring", 8)]
+    assert all(r["kernels_failed"] == 0 and r["frames"] == 4 and r["spatial"] == 16 for r in summaries)
     summary = (tmp_path / "summary.md").read_text()
     for needle in ("CPU rehearsal", "| ring size |", "calibration: stdit-tiny x 1 block(s)", "| megatron_sp | train | ok",
-                   "big-model step (stdit-tiny", "predicted/measured"):
+                   "big-model step (stdit-tiny", "predicted/measured",
+                   "| stdit-tiny | 4 x 16 | ring | 2 | 8 ("):
         assert needle in summary, needle

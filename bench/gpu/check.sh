@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU path on one GPU, in under 5 minutes: what one device can check (docs/gpu.md).
+# The GPU path on one GPU, in under 8 minutes: what one device can check (docs/gpu.md).
 #   bash bench/gpu/check.sh [OUT_DIR]          on a CUDA machine (default OUT_DIR: $OUT or results/gpu_check)
 #   bash bench/gpu/check.sh --cpu [OUT_DIR]    the same steps on CPU/gloo at tiny shapes (CI runs this,
 #                                              so the script cannot rot between GPU sessions)
@@ -8,7 +8,8 @@
 # fwd+bwd onto the h200-ib datasheet profile, the device curve (GEMM/attention rates by size, launch
 # and call costs, the VAE decoder) as a profile, harness runs at world size 1 (every method, NCCL,
 # CUDA events, oracle check), one STDiT-XL training step measured and predicted from the
-# calibrated profile. Each step's log and output land in OUT_DIR; summary.md has the figures.
+# calibrated profile, and one rank each of HunyuanVideo, Wan 14B, CogVideoX and Flux at their native
+# video replayed kernel by kernel beside the kernels' prediction (dspbench replay). Each step's log and output land in OUT_DIR; summary.md has the figures.
 # A failed step is reported and the rest still run; the exit code is the number of failed steps.
 set -uo pipefail
 cd "$(dirname "$0")/../.."   # the repository root
@@ -42,6 +43,10 @@ if [ "$MODE" = gpu ]; then
   RUN=(--model stdit-small --frames 16 --spatial 256)
   RING_SEQ=4096
   CURVE=(--vae 21x60x104)
+  # one rank of a published-scale run per model (issue 40 item 5): MODEL VIDEO METHOD GPUS SP [flags]
+  REPLAYS=("hunyuanvideo 129x720x1280 ulysses 8 8" "wan2.1-14b 81x720x1280 ring 4 4"
+           "cogvideox-5b 49x480x720 ulysses 4 2 --cfg --cfg-parallel" "flux.1-dev 1x1024x1024 ulysses 4 4")
+  REPLAY_ARGS=(--reps 3 --limit 40)
 else
   BACKEND=gloo DTYPE=fp32 DEVICE=cpu
   CAL=(--model stdit-tiny --depth 1 --frames 4 --spatial 64 --compute-iters 1 --threads 1)
@@ -49,6 +54,8 @@ else
   RUN=(--model stdit-tiny --frames 4 --spatial 16)
   RING_SEQ=256
   CURVE=(--small --iters 1 --vae 2x4x4)
+  REPLAYS=("stdit-tiny 4x64x64 ulysses 2 2" "stdit-tiny 4x64x64 ring 2 2")
+  REPLAY_ARGS=(--reps 1 --limit 8 --dtype fp32)
 fi
 
 # 1. environment: no CUDA on a GPU check is a clear stop, not a pile of failures
@@ -107,6 +114,23 @@ step xl_step 120 "$PY" -m dspbench.cli run --method single --gpus 1 --sp 1 --bac
   "${STEP[@]}" --mode train --warmup 1 --iters 3 --records-file "$DIR/xl_step.jsonl"
 step xl_predict 60 "$PY" -m dspbench.cli predict --method single --gpus 1 --sp 1 --dtype "$DTYPE" "${STEP[@]}" \
   --mode train --hardware "$DIR/calibrated.toml" --records-file "$DIR/xl_predicted.jsonl"
+
+# 7b. replay: on this one device, the kernels one rank of an N-GPU run executes, timed with CUDA events,
+#     beside the same kernels priced from the rate table of this GPU's profile (docs/gpu.md)
+REPLAY_PROFILE=$("$PY" - "$DIR/env.json" "$BASE" <<'EOF'
+import json, sys
+name = (json.load(open(sys.argv[1])).get("device") or "").upper()
+print(next((p for key, p in (("H100", "h100-ib"), ("H200", "h200-ib"), ("H20", "h20-nvlink"), ("H800", "h800-nvlink"),
+                              ("A100", "a100-ib"), ("L40", "l40-pcie"), ("L20", "l20-pcie")) if key in name), sys.argv[2]))
+EOF
+)
+for r in "${REPLAYS[@]}"; do
+  read -r model video method gpus sp extra <<< "$r"
+  # shellcheck disable=SC2086  # extra: the configuration's own flags, word-split on purpose
+  step "replay_${model}_$method" 90 "$PY" -m dspbench.cli replay --model "$model" --video "$video" --method "$method" \
+    --gpus "$gpus" --sp "$sp" --mode sample --sample-steps 1 $extra --hardware "$REPLAY_PROFILE" --device "$DEVICE" \
+    "${REPLAY_ARGS[@]}" --records-file "$DIR/replay.jsonl"
+done
 
 # 8. the figures, in one page
 "$PY" -m dspbench.gpu.summary "$DIR" --mode "$MODE" --failed "$FAILED" | tee "$DIR/summary.md"

@@ -3,7 +3,7 @@
     python -m dspbench.gpu.summary DIR [--mode gpu|cpu] [--failed N]
 
 Reads what the script's steps wrote (env.json, steps.tsv, pytest.xml, ring_error.json,
-calibrated.toml/.json, records.jsonl, xl_step.jsonl, xl_predicted.jsonl); a missing file is a
+calibrated.toml/.json, records.jsonl, xl_step.jsonl, xl_predicted.jsonl, replay.jsonl); a missing file is a
 line saying which step did not produce it, never a crash: the page is most useful when a step failed.
 """
 from __future__ import annotations
@@ -23,6 +23,13 @@ def _json(path: Path):
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+
+
+def _line(text: str) -> dict:
+    try:
+        return json.loads(text)
+    except ValueError:      # a torn line of a killed step: the page still renders
+        return {}
 
 
 def _records(path: Path) -> list[dict]:
@@ -96,13 +103,34 @@ def xl_step(d: Path) -> list[str]:
             f"{m['peak_mem_bytes'] / GIB:.2f} GiB, predicted {p['predicted_peak_mem_bytes'] / GIB:.2f} GiB"]
 
 
+def replays(d: Path) -> list[str]:
+    """One row per replayed rank: its kernels' measured time per model call against the same kernels
+    predicted from the profile's rate table; the collectives, which one device cannot run, priced."""
+    # replay's records are kernel rows, not run records (no run_id): read as JSON lines
+    path = d / "replay.jsonl"
+    rows = [_line(ln) for ln in path.read_text().splitlines() if ln.strip()] if path.is_file() else []
+    summ = [r for r in rows if r.get("source") == "measured-replay-summary"]
+    if not summ:
+        return ["replay: no replay.jsonl summary (the replay steps did not finish)"]
+    out = ["| model | T x S | method | SP | kernels replayed (left out) | measured-replay s/call | predicted s/call "
+           "(profile) | measured / predicted | collectives s/step (predicted, not replayed) |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in summ:
+        ratio = r.get("measured_over_predicted")
+        out.append(f"| {r['model']} | {r['frames']} x {r['spatial']} | {r['method']} | {r['sp']} | "
+                   f"{r['kernels_replayed']} ({r['kernels_left_out']}) | {r['measured_s_per_call']:.4g} | "
+                   f"{r['predicted_s_per_call']:.4g} ({r['hardware_profile']}) | "
+                   f"{'' if ratio is None else f'{ratio:.2f}'} | {r['comm_s_per_step']:.4g} |")
+    return out
+
+
 def page(d: Path, mode: str, failed: int) -> str:
     env = _json(d / "env.json") or {}
     head = [f"# GPU check ({mode}{': CPU rehearsal, no GPU figures' if mode == 'cpu' else ''})", "",
             f"torch {env.get('torch')}, CUDA {env.get('cuda')}, device {env.get('device')}, NCCL {env.get('nccl')}, "
             f"flash-attn {env.get('flash_attn') or 'not installed (ring blocks: torch flash kernel)'}; "
             f"failed steps: {failed}", ""]
-    parts = [steps(d), [pytest_line(d)], ring_error(d), calibration(d), runs(d), xl_step(d)]
+    parts = [steps(d), [pytest_line(d)], ring_error(d), calibration(d), runs(d), xl_step(d), replays(d)]
     return "\n".join(head + [line for p in parts for line in p + [""]])
 
 
