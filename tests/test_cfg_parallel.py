@@ -198,7 +198,11 @@ def test_predict_prices_cfg_parallel_bytes_as_the_worker_formula():
 def test_predict_halves_compute_and_prices_the_exchange_by_placement():
     one = _predict(method="single", gpus=1, sp=1)
     two = _predict(method="single", gpus=2, sp=1, cfg_parallel=True)
-    assert two.compute_s == pytest.approx(one.compute_s / 2, rel=1e-12)   # one pass of the two per rank
+    alone = _predict(method="single", gpus=1, sp=1, cfg=False)
+    # one pass of the two per rank: exactly the kernels of a run without CFG, about half of CFG as a
+    # batch (a batch of 2 fills the GPU a little differently from a batch of 1: kernel by kernel)
+    assert two.compute_s == pytest.approx(alone.compute_s, rel=1e-12)
+    assert two.compute_s == pytest.approx(one.compute_s / 2, rel=0.01)
     inside = _predict(gpus=8, sp=4, cfg_parallel=True).comm_s["cfg_exchange/send_recv.fwd"]
     across = _predict(gpus=16, sp=8, cfg_parallel=True).comm_s["cfg_exchange/send_recv.fwd"]
     assert across > 2 * inside > 0   # at 16 GPUs (nodes of 8) rank r and r + 8 sit on different nodes

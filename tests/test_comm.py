@@ -82,9 +82,10 @@ def test_only_the_comm_layer_touches_torch_distributed():
     root = Path(__file__).resolve().parents[1]
     files = [p for d in ("bench", "methods", "models", "slurm", "reports", "examples") for p in (root / d).rglob("*.py")]
     assert len(files) > 50
-    # the recorded layer, its asynchronous band, its unrecorded band, and its DTensor band (torch_cp:
-    # torch issues the calls)
-    layer = {"methods/comm/layer.py", "methods/comm/async_ops.py", "methods/comm/p2p.py", "methods/comm/raw.py", "methods/comm/dtensor.py"}
+    # the recorded layer, its asynchronous band, its unrecorded band, its DTensor band (torch_cp:
+    # torch issues the calls) and its tracing band (a fake world for rank_trace)
+    layer = {"methods/comm/layer.py", "methods/comm/async_ops.py", "methods/comm/p2p.py", "methods/comm/raw.py", "methods/comm/dtensor.py",
+             "methods/comm/fake_world.py"}
     hits = [h for p in files if p.relative_to(root).as_posix() not in layer for h in _uses_c10d(p)]
     assert hits == [], "collectives must go through methods/comm/ (ledger): " + ", ".join(hits)
     assert _uses_c10d(root / "methods" / "comm" / "layer.py"), "the check itself finds the comm layer's imports"

@@ -97,6 +97,7 @@ def config_of(r: dict) -> RunConfig:
 def fit_compute(base: dict, recs: list, dtype: str) -> tuple[float, float, list[str]]:
     """(efficiency, module_overhead_s, per-record lines) from baseline records (see the module doc)."""
     probe = copy.deepcopy(base)
+    probe["kind"] = "calibrated"   # priced as the profile it becomes: FLOPs at an efficiency, not the datasheet's kernels
     comp = probe.setdefault("compute", {})
     comp.update(efficiency=1.0, module_overhead_s=0.0, method_overhead_s={})
     comp.get("flops_per_s", {}).pop(dtype, None)
@@ -160,6 +161,7 @@ def apply_records(d: dict, root: str, force: bool = False) -> list[str]:
     dtype = Counter(r["dtype"] for _, r in base).most_common(1)[0][0]
     base = [(w, r) for w, r in base if r["dtype"] == dtype]
     eff, over, lines = fit_compute(d, base, dtype)
+    d["kind"] = "calibrated"   # before the method terms: they are residuals of the calibrated profile's prediction
     comp, src = d.setdefault("compute", {}), d.setdefault("sources", {})
     comp.get("flops_per_s", {}).pop(dtype, None)
     comp.update(efficiency=eff, module_overhead_s=over)
@@ -171,7 +173,6 @@ def apply_records(d: dict, root: str, force: bool = False) -> list[str]:
     if mo:
         comp["method_overhead_s"] = mo
         src.update(msrc)
-    d["kind"] = "calibrated"
     d["description"] = d.get("description", d["name"]) + f"; compute from the records under {root}"
     return notes
 

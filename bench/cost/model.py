@@ -137,7 +137,19 @@ def compute_seconds(cfg: RunConfig, mcfg, spec, sp: int, profile: Profile, compi
     T, S: the grid every rank computes on (padded where the method pads, methods/padding.py)."""
     if prices_by_kernel(profile):   # a GPU datasheet profile: the rank's own kernels at the GPU's rates
         from dspbench.cost.gpu_compute import gpu_compute
-        return gpu_compute(cfg, profile, compiled).seconds   # the trace pads as the method does
+        compute = gpu_compute(cfg, profile, compiled).seconds   # the trace pads as the method does
+    else:
+        compute = _flops_seconds(cfg, mcfg, spec, sp, profile, compiled, T, S)
+    # a fitted term a profile carries applies on either path (datasheet profiles ship none; a user's may)
+    if profile.module_overhead_s:   # every rank runs every module, whatever its shard: factor 3 = fwd+bwd
+        compute += profile.module_overhead_s * module_count(cfg.model) * dispatch_calls(cfg) / 3
+    # seconds measured at the calibration shape: a negative one (a method the model over-prices) must
+    # not take a much smaller shape's step below half its compute
+    return max(compute + method_overhead(cfg, sp, profile), compute / 2)
+
+
+def _flops_seconds(cfg: RunConfig, mcfg, spec, sp: int, profile: Profile, compiled: bool, T: int, S: int) -> float:
+    """A profile without a kernel rate table: FLOPs at its rate, or on its device curve."""
     factor = flops_factor(cfg) / cfg.cfg_degree   # CFG parallel: this rank runs one of the two passes
     step_flops = flops_per_sample(mcfg, Shape(1, T, S)) * cfg.batch * factor
     curve = from_table(profile.curve)
@@ -152,11 +164,7 @@ def compute_seconds(cfg: RunConfig, mcfg, spec, sp: int, profile: Profile, compi
         calls = cfg.sample_steps if cfg.mode == "sample" else (factor if cfg.mode == "train" else 1)
         device = device_seconds(curve, costs, calls, sp, peak, profile.optimizer_rate())
         compute = max(device, curve.host_s(costs.kernels, calls, compiled))
-    if profile.module_overhead_s:   # every rank runs every module, whatever its shard: factor 3 = fwd+bwd
-        compute += profile.module_overhead_s * module_count(cfg.model) * dispatch_calls(cfg) / 3
-    # seconds measured at the calibration shape: a negative one (a method the model over-prices) must
-    # not take a much smaller shape's step below half its compute
-    return max(compute + method_overhead(cfg, sp, profile), compute / 2)
+    return compute
 
 
 def predict(cfg: RunConfig, profile: Profile, compiled: bool = False) -> Prediction:

@@ -20,7 +20,6 @@ the meta device would otherwise take.
 from __future__ import annotations
 
 import functools
-import sys
 from dataclasses import dataclass, replace
 
 GEMM_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm"})
@@ -183,18 +182,13 @@ def trace_ops(fn) -> tuple[dict, dict]:
 def _one_call(cfg, mcfg) -> tuple[dict, dict]:
     """Trace one model call of rank 0 of cfg's SP x CFG world at mcfg (whatever its depth)."""
     import torch
-    import torch.distributed as dist
-    from torch.testing._internal.distributed.fake_pg import FakeStore
     from dspbench.methods import build_dims, get_method
+    from dspbench.methods.comm.fake_world import fake_world
     from dspbench.models import Shape, build_model
     from dspbench.models.dtypes import TORCH_DTYPES
     from dspbench.models.inputs import make_inputs
     sp, halves = int(cfg.sp), cfg.cfg_degree
-    if dist.is_initialized():
-        raise RuntimeError("rank_trace needs a process without a process group (it makes a fake one)")
-    hook = sys.excepthook     # init_process_group wraps it with a "[rank0]: " prefix, once per trace
-    dist.init_process_group("fake", rank=0, world_size=sp * halves, store=FakeStore())
-    try:
+    with fake_world(sp * halves):
         dtype = TORCH_DTYPES[cfg.dtype]
         dims = build_dims(sp, cfg.shard, halves, cfg.ulysses_degree)
         with torch.device("meta"):
@@ -212,9 +206,6 @@ def _one_call(cfg, mcfg) -> tuple[dict, dict]:
             model.eval()
             with torch.no_grad():
                 return trace_ops(lambda: model(x, t, y))
-    finally:
-        dist.destroy_process_group()
-        sys.excepthook = hook
 
 
 def get_method_apply(spec, model, dims, pad):
