@@ -80,8 +80,8 @@ def _combos(grid: dict):
 
 def _config(spec: SweepSpec, grid: int, values: dict) -> RunConfig:
     from dspbench.facts.build import validate   # the registries import torch: keep `status` fast
-    cfg = RunConfig(**values)
     try:
+        cfg = RunConfig(**preset_defaults(values))
         validate(cfg)     # unknown methods and models included: a spec error, not `unsupported`
         if cfg.sp == "auto" and not spec.hardware:
             raise ValueError('sp="auto" needs [sweep] hardware = "PROFILE" (the memory model picks the degree)')
@@ -91,6 +91,17 @@ def _config(spec: SweepSpec, grid: int, values: dict) -> RunConfig:
                           if k not in spec.fixed and k != "launcher" and (k != "repeat" or spec.repeats > 1))
         raise SpecError(f"{spec.path}: [[grid]] #{grid + 1} point ({point}): {e}") from None
     return cfg
+
+
+def preset_defaults(values: dict) -> dict:
+    """A point's keys with what it leaves out taken from its model's [sampling] in sample mode (video,
+    steps, guidance: bench/facts/defaults.py), as `run` and `predict` take them; a video becomes T, S."""
+    from dspbench.facts.args import model_and_shape
+    from dspbench.facts.defaults import fill_defaults
+    out = fill_defaults(values)
+    if out.get("video"):
+        out.update(model_and_shape(out["model"], [], out.get("frames"), out.get("spatial"), out["video"]))
+    return out
 
 
 def _resolve_auto(cfg: RunConfig, hardware: str) -> RunConfig:

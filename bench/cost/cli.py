@@ -8,8 +8,8 @@ from dspbench.facts.args import add_run_args
 
 
 def add_predict_args(p: argparse.ArgumentParser) -> None:
-    # its --hardware (optional for run) is required here: checked in cmd_predict; an unset --dtype/--backend
-    # is the profile's device's (cost/hardware.py device_defaults)
+    # its --hardware unset is h100-ib, said on stderr (cmd_predict); an unset --dtype/--backend is the
+    # profile's device's (cost/hardware.py device_defaults)
     add_run_args(p, by_profile=True)
     g = p.add_argument_group("prediction only")
     g.add_argument("--compiled", action="store_true",

@@ -25,6 +25,9 @@ from dspbench.models import Shape, get_config
 from dspbench.models.params import flops_per_sample
 
 
+DEFAULT_PROFILE = "h100-ib"     # predict without --hardware
+
+
 @functools.lru_cache(maxsize=None)
 def _environ(device: str) -> dict:
     from dspbench.records.environ import environ
@@ -157,8 +160,10 @@ def cmd_predict(args) -> int:
     from dspbench.facts.args import config_from_args
     from dspbench.records.io import default_records_file
     from dspbench.records.io import append_record, result_line
-    if not args.hardware:
-        raise ValueError(f"predict needs --hardware PROFILE ({', '.join(available_profiles())}, or a calibrated .toml)")
+    if not args.hardware:   # a prediction is for some GPU: the common one, said so
+        args.hardware = DEFAULT_PROFILE
+        print(f"hardware {DEFAULT_PROFILE}: the default (--hardware PROFILE to change: "
+              f"{', '.join(available_profiles())}, or a calibrated .toml)", file=sys.stderr)
     profile = load_profile(args.hardware)
     filled = fill_device_defaults(args, profile)
     if filled:
@@ -221,6 +226,11 @@ def predict_mix(cfg: RunConfig, profile: Profile, buckets, path: Path) -> int:
 
 
 def summary(rec: dict) -> str:
+    from dspbench.facts.defaults import priced_line
+    return _summary(rec) + "\n" + priced_line(rec)
+
+
+def _summary(rec: dict) -> str:
     head = f"{rec['method']} {rec['model']} T={rec['frames']} S={rec['spatial']} gpus={rec['world_size']} sp={rec['sp']}"
     if rec["status"] == "unsupported":
         return f"{head}: unsupported: {rec['error']}"

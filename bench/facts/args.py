@@ -26,8 +26,8 @@ def add_field(g, f: Field, **override) -> None:
     # the parsers show argparse's defaults; a None there stands for the declared one
     shown = f"{opt.help} (default {f.default})" if opt.unset_default else opt.help
     kw = {"dest": f.name, "help": argparse.SUPPRESS if opt.hidden else shown}
-    if isinstance(f.default, bool):
-        kw["action"] = "store_true"
+    if isinstance(f.default, bool):   # a default the model may decide is tri-state: --cfg / --no-cfg / unset
+        kw.update(action=argparse.BooleanOptionalAction, default=None) if opt.unset_default else kw.update(action="store_true")
     else:
         kw.update(default=None if opt.unset_default else f.default, type=opt.type or type(f.default))
         kw.update({k: v for k, v in (("choices", opt.choices), ("metavar", opt.metavar)) if v})
@@ -78,19 +78,29 @@ def config_argv(cfg: RunConfig) -> list[str]:
     argv = []
     for f in fields(RunConfig):
         value = getattr(cfg, f.name)
-        if isinstance(f.default, bool):
-            argv += [flag_of(f)] if value else []
+        if isinstance(f.default, bool):   # a tri-state flag is always said, so a rank never re-decides it
+            tri = f.metadata["cli"].unset_default
+            argv += [flag_of(f)] if value else ["--no-" + flag_of(f)[2:]] if tri else []
         else:
             argv += [flag_of(f), str(value)]
     return argv
 
 
 def config_from_args(args) -> RunConfig:
+    """The RunConfig the flags say; what they leave unset comes from the model's [sampling] where it
+    has one, else RunConfig's defaults (bench/facts/defaults.py), said in `defaults_from`."""
+    from dspbench.facts.defaults import fill_defaults
     names = {f.name for f in fields(RunConfig)}
-    values = {k: v for k, v in vars(args).items() if k in names}
-    values.update(model_and_shape(values.get("model", RunConfig.model), getattr(args, "model_set", []),
-                                  values.get("frames"), values.get("spatial"), values.get("video", "")))
+    values = {k: v for k, v in vars(args).items() if k in names and v is not None}
+    model = with_model_set(values.get("model", RunConfig.model), getattr(args, "model_set", []))
+    values = fill_defaults({**values, "model": model}, pick_method=hasattr(args, "method"))
+    values.update(model_and_shape(model, [], values.get("frames"), values.get("spatial"), values.get("video", "")))
     return RunConfig(**values)
+
+
+def with_model_set(model: str, model_set: list[str]) -> str:
+    from dspbench.models.registry import with_overrides
+    return with_overrides(model, model_set)
 
 
 def model_and_shape(model: str, model_set: list[str], frames, spatial, video: str) -> dict:

@@ -24,6 +24,7 @@ def check_request(request: Request, profile: Profile) -> None:
 
 
 def plan(request: Request, profile: Profile) -> dict:
+    from dspbench.facts.defaults import priced_line
     """The plan document; a ValueError naming each method's reasons when no candidate fits."""
     check_request(request, profile)
     pricer = Pricer.of(profile)
@@ -40,6 +41,7 @@ def plan(request: Request, profile: Profile) -> dict:
                         "gpus": base.gpus, "batch": base.batch, "dtype": base.dtype, "backend": base.backend,
                         "cfg": base.cfg, "sample_steps": base.sample_steps, "mem_budget_mib": base.mem_budget_mib,
                         "methods": list(request.methods)},
+            "priced": priced_line(base),   # the video, steps and guidance, and what were defaults
             "hardware": profile.name, "profile_kind": profile.kind, "gpus_per_node": profile.gpus_per_node,
             "metric": "seconds per video" if base.mode in LATENCY_MODES else "samples/s",
             "interval_source": pricer.interval_source, "method_terms": method_terms(profile, base.mode),

@@ -23,9 +23,11 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
                    help="model dtype (None: bf16 on a GPU profile, else fp32)")
     g.add_argument("--backend", choices=("gloo", "nccl"), default=None,
                    help="None: nccl on a GPU profile, else gloo")
-    g.add_argument("--sample-steps", type=int, default=d.sample_steps, help="model calls per video (sample mode)")
-    g.add_argument("--cfg", action="store_true",
-                   help="sample mode: classifier-free guidance (the workload, not a setting)")
+    g.add_argument("--sample-steps", type=int, default=None,
+                   help=f"model calls per video (sample mode; default: a preset's [sampling] steps, else {d.sample_steps})")
+    g.add_argument("--cfg", action=argparse.BooleanOptionalAction, default=None,
+                   help="sample mode: classifier-free guidance (the workload, not a setting; default: a preset's "
+                   "[sampling] guidance, cfg on unless distilled; other models off)")
     g.add_argument("--shard", choices=("T", "S", "H", "W"), default=d.shard,
                    help="the sequence dim embedded methods shard first (the model's other dims are tried too)")
     g.add_argument("--mem-budget-mib", type=int, default=d.mem_budget_mib,

@@ -39,6 +39,7 @@ def render(doc: dict, top: int) -> str:
     rows = doc["rows"]
     lines = [f"plan: {doc['workload']} on {doc['request']['gpus']} x {doc['hardware']} "
              f"({doc['gpus_per_node']} per node); every number is predicted (cost model)",
+             doc.get("priced", ""),
              f"interval: {doc['interval_source']}",
              f"method terms: {doc.get('method_terms', 'not recorded')}",
              f"verdict: {doc['verdict']}", "",

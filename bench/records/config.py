@@ -50,7 +50,8 @@ def option(default, help: str, **cli):
 
 @dataclass(frozen=True)
 class RunConfig:
-    method: str = option("dsp", "sequence-parallel method (see `dspbench methods`)")
+    method: str = option("dsp", "sequence-parallel method (see `dspbench methods`; where DSP cannot apply to the "
+                         "model's layout: ulysses)", unset_default=True)
     model: str = option("stdit-tiny", "a built-in (<layout>-<size>), a preset (wan2.1-14b, hunyuanvideo, ...) or a "
                         "model .toml file, with [field=value] overrides (see `dspbench models`)", group="model")
     frames: int = option(16, "T: latent frames after patchify", group="model", unset_default=True)
@@ -70,14 +71,16 @@ class RunConfig:
     grad_ckpt: bool = option(False, "activation checkpointing per block (train)")
     shard: str = option("T", "sequence dim embedded methods shard (T or S; axial3d: T, H or W)",
                         choices=("T", "S", "H", "W"))
-    sample_steps: int = option(10, "denoising model calls per sample (sample mode)")
+    sample_steps: int = option(10, "denoising model calls per sample (sample mode; a preset: its [sampling] steps)",
+                               unset_default=True)
     seed: int = option(0, "seed of weights and inputs")
     repeat: int = option(0, "repeat index within a sweep")
     a2a: str = option("single", "all-to-all style: single (one all_to_all_single) or list (tensor_split + list + "
                       "cat, as VideoSys)", choices=A2A_STYLES)
     zero: int = option(0, "ZeRO stage (train): 0 replicated AdamW (ours), 1 | 2 DeepSpeed's ZeRO over the DP x SP "
                        "mesh", choices=ZERO_STAGES)
-    cfg: bool = option(False, "sample mode: classifier-free guidance (cond + uncond as a batch of 2)")
+    cfg: bool = option(False, "sample mode: classifier-free guidance (cond + uncond as a batch of 2; a preset: on "
+                       "unless its [sampling] guidance is distilled)", unset_default=True)
     mem_budget_mib: int = option(0, "emulated memory per rank, MiB (CPU clusters): --sp auto fits against it, and a "
                                  "run whose measured peak per rank adds more is `oom` (0: the device's own)")
     pad: str = option("auto", "a sharded dim the SP degree does not divide: auto pads it to the next multiple and "
@@ -101,6 +104,8 @@ class RunConfig:
                         "and patch; not in the run_id", group="model", metavar="FxHxW")
     ulysses_degree: int = option(0, "usp: Ulysses degree U over the heads, ring degree SP / U over the sequence (0: "
                                  "the largest U dividing SP and the heads)", metavar="U")
+    # what a command filled in from the model's own [sampling] (bench/facts/defaults.py), said on the record
+    defaults_from: str = option("", "defaults applied", group="execution", hidden=True)
     # the record's `attn_kernel` is what a measured run's kernels were (bench/run/worker.py): this is the request
     attn_impl: str = option("auto", "attention implementation: auto (SDPA's choice on the device: cuDNN on Hopper, "
                               "torch's flash kernel elsewhere), fa2, fa3 (flash-attn), cudnn, sdpa_flash, "

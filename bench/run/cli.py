@@ -24,6 +24,9 @@ def cmd_run(args) -> int:
         print(result_line(rec), file=sys.stderr)
     else:
         print(summary_line(rec))
+        if rec["status"] == "ok" and rec.get("mode") == "sample":   # what a per-video number is per
+            from dspbench.facts.defaults import priced_line
+            print(priced_line(rec).replace("priced", "ran", 1))
         print(f"record appended to {path}")
         print(result_line(rec))
     return {"ok": 0, "unsupported": 3}.get(rec["status"], 1)
