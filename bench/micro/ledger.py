@@ -80,16 +80,21 @@ def run(methods, model="stdit-tiny", frames=16, spatial=64, world=4, rounds=15) 
     return rows
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parser() -> argparse.ArgumentParser:
+    from dspbench.facts.argtypes import count
+    p = argparse.ArgumentParser(prog="dspbench bench-ledger", description=__doc__.splitlines()[0])
     p.add_argument("--methods", nargs="+", default=["dsp", "ulysses", "ring", "megatron_sp"])
     p.add_argument("--model", default="stdit-tiny")
-    p.add_argument("--frames", type=int, default=16)
-    p.add_argument("--spatial", type=int, default=64)
-    p.add_argument("--world", type=int, default=4)
-    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--frames", type=count, default=16)
+    p.add_argument("--spatial", type=count, default=64)
+    p.add_argument("--world", type=count, default=4)
+    p.add_argument("--rounds", type=count, default=15)
     p.add_argument("--json", action="store_true")
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    a = parser().parse_args(argv)
     rows = run(a.methods, a.model, a.frames, a.spatial, a.world, a.rounds)
     if a.json:
         print(json.dumps(rows, indent=1))

@@ -234,20 +234,25 @@ def format_table(res: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(prog="python -m dspbench.micro.switch", description=__doc__.split("\n")[0])
-    p.add_argument("--world", type=int, default=4, help="ranks to spawn (gloo, CPU)")
-    p.add_argument("--sizes-mib", type=float, nargs="+", default=[4, 16, 64], help="payload per rank, MiB")
-    p.add_argument("--repeats", type=int, default=9, help="rounds (the spread is over rounds)")
-    p.add_argument("--iters", type=int, default=5, help="iterations per variant per size per round")
-    p.add_argument("--warmup", type=int, default=2, help="untimed iterations per variant per size")
-    p.add_argument("--frames", type=int, default=64, help="T, divisible by --world")
-    p.add_argument("--hidden", type=int, default=1152, help="C (STDiT-XL: 1152)")
-    p.add_argument("--batch", type=int, default=1, help="B")
-    p.add_argument("--timeout", type=float, default=1800, help="seconds for the whole run")
+def parser() -> argparse.ArgumentParser:
+    from dspbench.facts.argtypes import at_least_0, count, positive
+    p = argparse.ArgumentParser(prog="dspbench bench-switch", description=__doc__.split("\n")[0])
+    p.add_argument("--world", type=count, default=4, help="ranks to spawn (gloo, CPU)")
+    p.add_argument("--sizes-mib", type=positive, nargs="+", default=[4, 16, 64], help="payload per rank, MiB")
+    p.add_argument("--repeats", type=count, default=9, help="rounds (the spread is over rounds)")
+    p.add_argument("--iters", type=count, default=5, help="iterations per variant per size per round")
+    p.add_argument("--warmup", type=at_least_0, default=2, help="untimed iterations per variant per size")
+    p.add_argument("--frames", type=count, default=64, help="T, divisible by --world")
+    p.add_argument("--hidden", type=count, default=1152, help="C (STDiT-XL: 1152)")
+    p.add_argument("--batch", type=count, default=1, help="B")
+    p.add_argument("--timeout", type=positive, default=1800, help="seconds for the whole run")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
                    help="also write the results as JSON to PATH (stdout when no PATH)")
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> dict:
+    a = parser().parse_args(argv)
     res = run(a.world, a.sizes_mib, a.repeats, a.iters, a.warmup, a.frames, a.hidden, a.batch,
               a.timeout)
     print(format_table(res), flush=True)
