@@ -28,15 +28,6 @@ NO_KEY_MASK = ("ring-flash-attn's ring_flash_attn_func takes no key mask (use ri
 NAME = "ring_flash"
 
 
-def import_error() -> str | None:
-    """Why `import ring_flash_attn` fails here, or None."""
-    try:
-        import ring_flash_attn  # noqa: F401
-    except Exception as e:  # noqa: BLE001 - ImportError, or flash-attn's CUDA extension failing
-        return f"{type(e).__name__}: {e}"
-    return None
-
-
 def _library():
     import ring_flash_attn
     import ring_flash_attn.ring_flash_attn as module
@@ -62,10 +53,7 @@ def _check(cfg, shape, dims):
     if cfg.joint:
         return (f"{NAME}: ring-flash-attn's ring_flash_attn_func takes no extra keys and values, so joint text "
                 "(full3d text_mode joint) cannot join its attention: use ring, usp or allgather_kv")
-    why = import_error()
-    if why:
-        return (f"{NAME} needs ring-flash-attn with flash-attn (CUDA) and transformers importable "
-                f"(pip install 'dspbench[gpu]'): {why}")
+    # whether the library imports is `requires` (the target's stack), not a constraint of the shape
     return shard_divisible(cfg, shape, dims)
 
 
@@ -82,9 +70,11 @@ def _parallelize(model, dims):
 
 METHOD = MethodSpec(
     name=NAME, summary="ring-flash-attn's ring_flash_attn_func inside attention over the sharded dim",
-    constraints="ring-flash-attn + flash-attn (CUDA) importable; the sharded dim % sp == 0; training in bf16 only",
+    constraints="flash-attn in the stack (ring-flash-attn, flash-attn, transformers); the sharded dim % sp == 0; "
+                "training in bf16 only",
     check=_check, parallelize=_parallelize, forward_ops=forward_ops, backward_ops=backward_ops,
-    check_run=_check_run, no_key_mask=NO_KEY_MASK,
+    check_run=_check_run, no_key_mask=NO_KEY_MASK, requires=("flash-attn",),
+    trace_as="ring",   # the library's ring is ours (forward_ops and backward_ops say so): its kernels, traced
     # the ring's hue, lighter: the library's ring beside ours; Table 3: not in the paper, its convention
     report=Look(label="ring-flash-attn", colour="#66C2A5", order=70, table3=Table3("2M", 2)),
 )

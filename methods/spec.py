@@ -12,6 +12,11 @@ A method module `methods/<name>.py` (or a plugin module, see docs/adding-a-metho
 - `pads(cfg, extents, dims) -> names` (optional): the sequence dims padded to a multiple of the
   degree when they do not divide (default: the sharded dim, `dims.shard`); `no_key_mask`: why the
   method cannot mask padded keys (a library's attention), which refuses padding (methods/padding.py);
+- `requires` (optional): the packages beyond torch it imports (methods/stack.py names them):
+  `predict` and `plan` read them against the target's declared stack, `run` against what is
+  installed here, so `check` itself says nothing about installed libraries; `trace_as`: the method
+  whose code runs the same algorithm without them, which the cost model's rank trace runs in its
+  place (bench/cost/rank_trace.py), so a prediction imports nothing of the target's stack;
 - `report` (optional): how reports show it (`Look`: label, colour, order, Table 3 formula); records
   carry it (`method_meta`), since reports may not import methods; `splits_heads`: each SP rank
   holds heads/sp of an attention's heads, so the check refuses heads the degree does not divide.
@@ -110,6 +115,8 @@ class MethodSpec:
     no_key_mask: str = ""
     report: Look = Look()          # label, colour, order, Table 3 row: data every record carries
     splits_heads: bool = False     # heads/sp per rank: tests/test_method_checks.py holds check() to it
+    requires: tuple[str, ...] = ()  # packages beyond torch (methods/stack.py PACKAGES): the target must have them
+    trace_as: str = ""             # with `requires`: the method of ours the rank trace runs instead
 
     def apply(self, model, dims: Dims, pad: str = "auto"):
         """`parallelize`, then (pad `auto`, SP > 1) the padding of dims the degree does not divide."""

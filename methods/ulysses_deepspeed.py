@@ -18,7 +18,6 @@ comm layer (tag `ulysses_joint_out`), outside DeepSpeed.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 
 from torch import nn
@@ -48,10 +47,6 @@ def _set_bwd(tag: str):
     def hook(grad):
         _BWD[0] = tag
     return hook
-
-
-def has_deepspeed() -> bool:
-    return importlib.util.find_spec("deepspeed") is not None
 
 
 _RECORDER: comm_external.record_external_all_to_all | None = None
@@ -134,8 +129,7 @@ class DeepSpeedUlyssesAttention(nn.Module):
 
 
 def _check(cfg, shape, dims):
-    if not has_deepspeed():
-        return f"{NAME} needs DeepSpeed, which is not installed (pip install 'dspbench[deepspeed]')"
+    # DeepSpeed itself is `requires` (the target's stack, or what `run` finds installed)
     return heads_divisible(cfg, dims.sp, NAME) or shard_divisible(cfg, shape, dims)
 
 
@@ -147,8 +141,9 @@ def _parallelize(model, dims):
 
 METHOD = MethodSpec(
     name=NAME, summary="DeepSpeed's own DistributedAttention (Ulysses) inside attention over the sharded dim",
-    constraints="deepspeed installed, heads % sp == 0 and the sharded dim % sp == 0",
-    check=_check, parallelize=_parallelize, forward_ops=forward_ops,
+    constraints="deepspeed in the stack, heads % sp == 0 and the sharded dim % sp == 0",
+    check=_check, parallelize=_parallelize, forward_ops=forward_ops, requires=("deepspeed",),
+    trace_as="ulysses",   # DeepSpeed's switch is ours: the trace runs ours (DeepSpeed's own layout copies uncounted)
     report=Look(label="DeepSpeed-Ulysses", colour="#56B4E9", order=50, table3=Table3("4M/N", 4, per_n=True)),
     splits_heads=True,
 )

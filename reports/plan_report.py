@@ -44,10 +44,19 @@ def table(doc: dict, rows: list[dict]) -> list[str]:
     return out
 
 
+def _stack(doc: dict) -> str:
+    """The software priced and who declared it (a plan from before the stack was recorded: says so)."""
+    st = doc.get("stack")
+    if not st:
+        return "Stack: not recorded."
+    return f"Stack: {', '.join(st['packages']) or 'none (torch only)'} ({st['declared_by']})."
+
+
 def markdown(doc: dict, figures: dict[str, str]) -> str:
     rows, best = doc["rows"], doc["best_per_method"]
     lines = [f"# Plan: {doc['workload']} on {doc['request']['gpus']} x {doc['hardware']}", "",
              BANNER.format(hw=doc["hardware"]), "", f"`{doc.get('command', 'dspbench plan')}`", "",
+             _stack(doc), "",
              f"**Verdict:** {doc['verdict']}", "",
              f"Intervals: {doc['interval_source']}. Tie: the row's interval overlaps the best's. "
              f"Ranked {len(rows)} of {doc['candidates']} candidates; {len(doc['pruned'])} pruned.", "",

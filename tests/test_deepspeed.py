@@ -63,9 +63,10 @@ def test_ulysses_deepspeed_tags_survive_checkpointing_and_spatial_shard(rank_poo
                                            shard="S"), 2)
 
 
-def test_check_gives_clear_reasons(monkeypatch):
+def test_check_gives_clear_reasons():
+    from dspbench.facts.build import unsupported_reason
     from dspbench.methods import Dims, get_method
-    from dspbench.methods import ulysses_deepspeed
+    from dspbench.records.config import RunConfig
     from dspbench.models import Shape, get_config
     spec = get_method("ulysses_deepspeed")
     ok = get_config("stdit-tiny")
@@ -73,8 +74,11 @@ def test_check_gives_clear_reasons(monkeypatch):
     reason = spec.check(get_config("stdit-tiny", hidden=48, heads=6), Shape(1, 4, 16), Dims(sp=4))
     assert "heads=6 is not divisible by the SP degree 4" in reason and "ulysses_deepspeed" in reason
     assert "frames T=6 is not divisible by the SP degree 4" in spec.check(ok, Shape(1, 6, 16), Dims(sp=4))
-    monkeypatch.setattr(ulysses_deepspeed, "has_deepspeed", lambda: False)
-    assert "needs DeepSpeed" in spec.check(ok, Shape(1, 4, 16), Dims(sp=4))
+    # DeepSpeed is the method's `requires`: a target whose declared stack lacks it cannot run it
+    assert spec.requires == ("deepspeed",)
+    cfg = RunConfig(method="ulysses_deepspeed", model="stdit-tiny", frames=4, spatial=16, gpus=4, sp=4)
+    assert "ulysses_deepspeed needs deepspeed" in unsupported_reason(cfg, stack=())
+    assert unsupported_reason(cfg, stack=("deepspeed",)) is None
     assert spec.comm_bytes(ok, Shape(2, 4, 16), Dims(sp=4)) == \
         get_method("ulysses").comm_bytes(ok, Shape(2, 4, 16), Dims(sp=4))
 

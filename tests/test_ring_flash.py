@@ -6,8 +6,10 @@ import importlib.util
 import pytest
 
 import ring_flash_tasks as rt
+from dspbench.facts.build import unsupported_reason
 from dspbench.methods import Dims, get_method
 from dspbench.models import Shape, get_config
+from dspbench.records.config import RunConfig
 from oracle_tasks import RTOL
 
 pytestmark = [pytest.mark.gloo, pytest.mark.skipif(
@@ -70,8 +72,13 @@ def test_allgather_kv_equals_llama3_flash_attn_varlen(rank_pool, world):
 
 def test_check_names_what_is_missing_and_what_is_unsafe():
     spec, cfg = get_method("ring_flash"), get_config("stdit-tiny")
-    # this process never imports the stand-in: on CPU flash-attn is missing
-    assert "needs ring-flash-attn with flash-attn (CUDA)" in spec.check(cfg, Shape(1, 4, 16), Dims(sp=2))
+    # the library is the method's `requires`, not its check: `run` looks here (this process never
+    # imports the stand-in: on CPU flash-attn is missing), predict and plan read the declared stack
+    assert spec.check(cfg, Shape(1, 4, 16), Dims(sp=2)) is None and spec.requires == ("flash-attn",)
+    run = RunConfig(method="ring_flash", model="stdit-tiny", frames=4, spatial=16, gpus=2, sp=2, dtype="bf16")
+    assert "needs flash-attn here: ring-flash-attn with flash-attn (CUDA)" in unsupported_reason(run)
+    assert unsupported_reason(run, stack=("flash-attn",)) is None
+    assert "ring_flash needs flash-attn" in unsupported_reason(run, stack=("deepspeed",))
     assert "wrong in fp32" in spec.check_run("fp32", "train", "nccl")
     assert "wrong in fp16" in spec.check_run("fp16", "train", "nccl")
     assert spec.check_run("bf16", "train", "nccl") is None and spec.check_run("fp32", "infer", "nccl") is None

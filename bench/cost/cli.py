@@ -17,6 +17,9 @@ def add_predict_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--explain", action="store_true",
                    help="print where the seconds go per kernel class (attention, GEMM, memory-bound, collectives, "
                    "host, VAE, text encoder) with each rate's source (GPU datasheet profiles)")
+    g.add_argument("--stack", default=None, metavar="PKG,...",
+                   help="the target's software beyond torch (deepspeed, flash-attn; none): which methods and ZeRO "
+                   "stages it can run; replaces the profile's [stack] (nothing installed here is looked at)")
     g.add_argument("--vae", choices=("single", "tiled", "patch_parallel"), default="single",
                    help="sample mode: the VAE decode's variant in the whole-pipeline stages")
     b = p.add_argument_group("bucketed workload (records/buckets.py): one record per bucket, then the mix")

@@ -26,6 +26,9 @@ Schema (all optional but `name`; see bench/cost/profiles/h100-ib.toml):
   warnings (bench/calibrate/quality.py); bench/cost/interval.py turns it into predicted intervals
 - [overlap] ring: the fraction (0..1; true = 1) of ring attention's K/V hops that hides under the
   block's attention (a calibration measures it: bench/calibrate/collectives.py bench_overlap)
+- [stack] packages: the software the target has beyond torch (methods/stack.py names: deepspeed,
+  flash-attn), which decides the methods and ZeRO stages `predict` and `plan` consider; never what
+  is installed where they run. Without [stack]: DEFAULT_STACK. `--stack` replaces it (with_stack)
 - [sources] {"dotted.key": "where the number comes from"}
 """
 from __future__ import annotations
@@ -34,10 +37,16 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dspbench.methods import stack as stacks
+
 PROFILE_DIR = Path(__file__).parent / "profiles"
 DEVICE_TABLE = Path(__file__).parent / "devices.toml"
 HBM_EFFICIENCY = 0.8   # assumption: a streaming elementwise pass reaches ~80% of HBM bandwidth
 GB = 1e9
+# The stack of a profile without [stack] (calibrated and CPU profiles): what the project's CI venv
+# has (`make venv`, dspbench[dev]: DeepSpeed; flash-attn needs CUDA and is not in it), so a plan on
+# such a profile considers what the CPU test suite can run. GPU datasheet profiles declare theirs.
+DEFAULT_STACK = ("deepspeed",)
 
 
 @dataclass(frozen=True)
@@ -102,6 +111,8 @@ class Profile:
     sku: str = ""                 # [device] sku: the devices.toml key, and the kernel rate table's (cost/rates/)
     compute_scale: float = 1.0    # the interval's compute knob on kernel-priced profiles (cost/interval.py at)
     host: dict = field(default_factory=dict)   # [host]: eager host seconds per kernel and per call, compiled share
+    stack: tuple = DEFAULT_STACK  # [stack] packages: what the target can import (methods/stack.py)
+    stack_source: str = ""        # who declared it: the profile's [stack], --stack, or the default
     sources: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -189,8 +200,27 @@ def _with_sku(d: dict) -> dict:
     return out
 
 
+def _stack(d: dict) -> tuple[tuple[str, ...], str, dict]:
+    """([stack] packages, who declared them, the dict with that noted): a what-if renames the
+    profile, and the stack is still the one its file declared."""
+    t = d.get("stack")
+    if t is None:
+        return DEFAULT_STACK, f"default: no [stack] in {d['name']}, so the CI venv's (dspbench[dev])", d
+    if not isinstance(t, dict) or "packages" not in t:
+        raise ValueError(f"profile {d['name']!r}: [stack] needs packages = [...] ({', '.join(stacks.PACKAGES)})")
+    packages = stacks.checked(t["packages"], f"profile {d['name']!r} [stack] packages")
+    by = t.get("declared_by") or f"declared by {d['name']} [stack]"
+    return packages, by, {**d, "stack": {**t, "declared_by": by}}
+
+
+def with_stack(profile: Profile, packages: tuple[str, ...], by: str = "declared by --stack") -> Profile:
+    """The profile pricing `packages` as the target's stack instead of its own [stack] (`--stack`)."""
+    return from_dict({**profile.raw, "name": profile.name, "stack": {"packages": list(packages), "declared_by": by}})
+
+
 def from_dict(d: dict) -> Profile:
     d = _with_sku(d)
+    stack, stack_source, d = _stack(d)
     dev, comp, links = d.get("device", {}), d.get("compute", {}), d.get("link", {})
     intra = _link(links.get("intra", links.get("inter", {})))
     return Profile(
@@ -209,7 +239,7 @@ def from_dict(d: dict) -> Profile:
         gemm_flops_per_s=dict(comp.get("gemm_flops_per_s", {})), gemm_dtype=comp.get("gemm_dtype", ""),
         calibration=dict(d.get("calibration", {})), curve=dict(comp.get("curve", {})),
         conv_peak_fraction=_fraction_or_none(comp.get("conv_peak_fraction")),
-        sku=str(dev.get("sku", "")), host=dict(d.get("host", {})),
+        sku=str(dev.get("sku", "")), host=dict(d.get("host", {})), stack=stack, stack_source=stack_source,
         sources=dict(d.get("sources", {})), raw=d)
 
 
@@ -308,7 +338,8 @@ def dumps(d: dict, comment: str = "") -> str:
 
 def _is_table(k: str, v: dict) -> bool:
     # Small maps of numbers (per-op or per-dtype values) stay inline; sections become tables.
-    return k in ("device", "compute", "link", "intra", "inter", "span", "overlap", "sources", "calibration", "curve", "host")
+    return k in ("device", "compute", "link", "intra", "inter", "span", "overlap", "sources", "calibration", "curve", "host",
+                 "stack")
 
 
 def _fraction(v) -> float:

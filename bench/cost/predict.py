@@ -12,13 +12,15 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from dspbench.cost.autosp import resolved
 from dspbench.facts.build import Outcome, build_record, per_video, unsupported_reason, validate
 from dspbench.records.config import RunConfig, flops_factors
 from dspbench.cost.model import predict
-from dspbench.cost.hardware import Profile, available_profiles, fill_device_defaults, load_profile
+from dspbench.cost.hardware import Profile, available_profiles, fill_device_defaults, load_profile, with_stack
+from dspbench.methods import get_method, stack as stacks
 from dspbench.cost.interval import knobs, ratio_interval, step_interval, with_assumed_spread
 from dspbench.methods.comm.ledger import untag
 from dspbench.models import Shape, get_config
@@ -45,7 +47,7 @@ def predicted_record(cfg: RunConfig, profile: Profile, compiled: bool = False, v
     validate(cfg)
     zero = cfg.zero
     cfg, reason = resolved(cfg, profile)
-    reason = reason or why_unsupported(cfg)
+    reason = reason or why_unsupported(cfg, profile.stack)
     extra = {"hardware_profile": profile.name, "zero_stage": zero, "predicted_comm_time_s": None,
              "predicted_compute_time_s": None, "predicted_optimizer_time_s": None,
              "predicted_peak_mem_bytes": None, "predicted_mem": None, "step_times_s": None,
@@ -118,9 +120,8 @@ def intervals(cfg: RunConfig, profile: Profile, compiled: bool = False) -> dict:
     iv = step_interval(step, profile)
     if iv:
         out["step_time_low_s"], out["step_time_high_s"] = iv
-    from dataclasses import replace
     dsp = replace(cfg, method="dsp") if cfg.method != "dsp" else None
-    if dsp is None or unsupported_reason(_sp1(dsp, dsp.sp, "env")):
+    if dsp is None or why_unsupported(dsp, profile.stack):
         return out
     dsp_step = lambda prof: predict(dsp, prof, compiled).step_s
     out["ratio_to_dsp"] = step(profile) / dsp_step(profile)
@@ -131,14 +132,28 @@ def intervals(cfg: RunConfig, profile: Profile, compiled: bool = False) -> dict:
 
 
 def _sp1(cfg: RunConfig, sp=1, launcher=None) -> RunConfig:
-    from dataclasses import replace
     return replace(cfg, sp=sp, launcher=launcher or cfg.launcher)
 
 
-def why_unsupported(cfg: RunConfig) -> str | None:
-    """Why cfg (numeric sp) cannot run on the profile's cluster: the method's constraints and the
-    degrees, not this machine's devices (a local nccl run would check CUDA here; launcher env)."""
-    return unsupported_reason(_sp1(cfg, cfg.sp, "env"))
+def why_unsupported(cfg: RunConfig, stack: tuple[str, ...]) -> str | None:
+    """Why cfg (numeric sp) cannot run on the profile's cluster: the method's constraints, the
+    degrees and the packages it needs against the cluster's declared `stack`, not this machine's
+    devices or libraries (a local nccl run would check CUDA here; launcher env)."""
+    return unsupported_reason(_sp1(cfg, cfg.sp, "env"), stack)
+
+
+def stack_error(cfg: RunConfig, profile: Profile, methods: tuple[str, ...] | None = None) -> str | None:
+    """One line when the request itself names what the declared stack cannot run: `predict`'s
+    --method or --zero, `plan`'s --methods (`methods`). Candidates a plan enumerates are pruned instead."""
+    asked = [(f"--methods {m}" if methods is not None else f"--method {m}", get_method(m).requires)
+             for m in (methods if methods is not None else (cfg.method,))]
+    if methods is None and cfg.zero:   # plan enumerates ZeRO stages itself
+        asked.append((f"--zero {cfg.zero}", stacks.ZERO_REQUIRES))
+    for flag, requires in asked:
+        for package in stacks.missing_from(requires, profile.stack):
+            return (f"{flag} needs {package} ({stacks.PACKAGES[package].what}), not in the stack priced: "
+                    f"{stacks.label(profile.stack)}, {profile.stack_source} (--stack adds it)")
+    return None
 
 
 def throughput(cfg: RunConfig, step: float, profile: Profile) -> dict:
@@ -165,6 +180,8 @@ def cmd_predict(args) -> int:
         print(f"hardware {DEFAULT_PROFILE}: the default (--hardware PROFILE to change: "
               f"{', '.join(available_profiles())}, or a calibrated .toml)", file=sys.stderr)
     profile = load_profile(args.hardware)
+    if args.stack is not None:   # the target's software, declared: nothing here is imported to find it
+        profile = with_stack(profile, stacks.parse(args.stack))
     filled = fill_device_defaults(args, profile)
     if filled:
         print(f"{', '.join(filled)}: the default on {profile.name} ({profile.device}); --dtype/--backend to change",
@@ -172,6 +189,9 @@ def cmd_predict(args) -> int:
     cfg = config_from_args(args)
     path = Path(args.records_file) if args.records_file else default_records_file(args.out)
     buckets = bucket_args(args)
+    validate(cfg)
+    if why := stack_error(cfg, profile):   # asked for explicitly: an error, not an `unsupported` record
+        raise ValueError(why)
     if buckets:
         return predict_mix(cfg, profile, buckets, path)
     rec = predicted_record(cfg, profile, args.compiled, args.vae)
@@ -201,7 +221,6 @@ def bucket_args(args) -> list[tuple[int, int, float]]:
 def predict_mix(cfg: RunConfig, profile: Profile, buckets, path: Path) -> int:
     """One predicted record per bucket (appended), then the mix: samples/s over it at this SP, the
     padding waste, and each bucket's best SP degree among the divisors of the GPUs (not recorded)."""
-    from dataclasses import replace
     from dspbench.records.buckets import mix
     from dspbench.records.io import append_record
     rows, recs = [], []

@@ -192,7 +192,7 @@ def _one_call(cfg, mcfg) -> tuple[dict, dict]:
         dtype = TORCH_DTYPES[cfg.dtype]
         dims = build_dims(sp, cfg.shard, halves, cfg.ulysses_degree)
         with torch.device("meta"):
-            model = get_method_apply(get_method(cfg.method), build_model(mcfg).to(dtype), dims, cfg.pad)
+            model = get_method_apply(traced_spec(cfg.method), build_model(mcfg).to(dtype), dims, cfg.pad)
         batch = cfg.batch if halves == 2 else cfg.model_batch   # CFG parallel: one pass per rank
         x, t, y = (torch.empty(v.shape, dtype=v.dtype, device="meta") for v in
                    make_inputs(mcfg, Shape(batch, 1, 1), dtype=dtype, device="meta")[:3])
@@ -206,6 +206,15 @@ def _one_call(cfg, mcfg) -> tuple[dict, dict]:
             model.eval()
             with torch.no_grad():
                 return trace_ops(lambda: model(x, t, y))
+
+
+def traced_spec(method: str):
+    """The spec whose `parallelize` the trace runs: a method that needs a library (ring-flash-attn,
+    DeepSpeed) is traced as its `trace_as`, the same algorithm in our code, so what a prediction
+    counts never depends on what is installed here (the target's stack is declared, not imported)."""
+    from dspbench.methods import get_method
+    spec = get_method(method)
+    return get_method(spec.trace_as) if spec.trace_as else spec
 
 
 def get_method_apply(spec, model, dims, pad):

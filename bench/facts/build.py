@@ -6,11 +6,10 @@ configuration's names checked, and what it cannot run and why, before anything r
 """
 from __future__ import annotations
 
-import importlib.util
 import socket
 from dataclasses import asdict, dataclass
 
-from dspbench.methods import Dims, get_method, padding, unknown_method
+from dspbench.methods import Dims, get_method, padding, stack as stacks, unknown_method
 from dspbench.models import MODELS, Shape, get_config
 from dspbench.models.registry import resolve as resolve_model
 from dspbench.models.params import flops_per_sample, param_count
@@ -40,8 +39,27 @@ class Outcome:
     metrics: dict | None = None
 
 
-def unsupported_reason(cfg: RunConfig) -> str | None:
-    """Why this configuration cannot run, before any rank starts (method constraints, degrees)."""
+def requirements(cfg: RunConfig, spec) -> list[tuple[str, str]]:
+    """(package, who needs it) of this configuration: the method's `requires`, DeepSpeed for ZeRO-1/2."""
+    return ([(p, cfg.method) for p in spec.requires]
+            + [(p, f"zero={cfg.zero}") for p in (stacks.ZERO_REQUIRES if cfg.zero else ())])
+
+
+def stack_reason(cfg: RunConfig, spec, stack: tuple[str, ...] | None) -> str | None:
+    """What this configuration needs that the target lacks: against the declared `stack` (predict,
+    plan: analytic, nothing imported), or with `stack` None against what is installed here (run)."""
+    for package, who in requirements(cfg, spec):
+        if stack is None:
+            if why := stacks.not_installed(package):
+                return f"{who} needs {package} here: {why}"
+        elif package not in stack:
+            return f"{who} needs {package} ({stacks.PACKAGES[package].what}), not in the stack ({stacks.label(stack)})"
+    return None
+
+
+def unsupported_reason(cfg: RunConfig, stack: tuple[str, ...] | None = None) -> str | None:
+    """Why this configuration cannot run, before any rank starts (method constraints, degrees, the
+    packages it needs: in the target's declared `stack`, or with None installed here)."""
     try:
         mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
         spec = get_method(cfg.method)
@@ -52,8 +70,8 @@ def unsupported_reason(cfg: RunConfig) -> str | None:
     sp = int(cfg.sp)
     if why := cfg.degree_error():
         return why
-    if cfg.zero and importlib.util.find_spec("deepspeed") is None:
-        return f"zero={cfg.zero} runs on DeepSpeed's engine, which is not installed (pip install 'dspbench[deepspeed]')"
+    if why := stack_reason(cfg, spec, stack):
+        return why
     if cfg.backend == "nccl" and cfg.launcher == "local":
         import torch
         if torch.cuda.device_count() < cfg.gpus:

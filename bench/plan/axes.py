@@ -26,6 +26,7 @@ class Request:
     base: RunConfig
     methods: tuple[str, ...]
     lean: bool = False    # only the first value of the axes the cost model does not price apart
+    buckets: tuple = ()   # `--buckets`: a weighted shape mix ((T, S, weight), ...) replacing base's T and S
 
 
 @dataclass(frozen=True)

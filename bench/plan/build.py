@@ -8,7 +8,7 @@ from dspbench.cost.hardware import Profile
 from dspbench.facts.build import check_names
 from dspbench.methods import method_meta
 from dspbench.plan.axes import Request, candidates
-from dspbench.plan.price import LATENCY_MODES, Pricer, price
+from dspbench.plan.price import LATENCY_MODES, Pricer, price, price_mix
 from dspbench.plan.rank import best_per_method, public, pruned_summary, rank, runner_up, verdict
 
 
@@ -28,20 +28,23 @@ def plan(request: Request, profile: Profile) -> dict:
     """The plan document; a ValueError naming each method's reasons when no candidate fits."""
     check_request(request, profile)
     pricer = Pricer.of(profile)
-    priced = [price(c, pricer) for c in candidates(request)]
+    priced = [price_mix(c, pricer, request.buckets) if request.buckets else price(c, pricer)
+              for c in candidates(request)]
     ranked = rank([p for p in priced if p["status"] == "ranked"])
     pruned = [p for p in priced if p["status"] != "ranked"]
     reasons = pruned_summary(pruned, request.methods)
     if not ranked:
-        raise ValueError(f"nothing fits {_workload(request.base)} on {request.base.gpus} x {profile.name}:\n"
+        raise ValueError(f"nothing fits {_workload(request.base, request.buckets)} on {request.base.gpus} x {profile.name}:\n"
                          + "\n".join(f"  {m}: " + "; ".join(rs) for m, rs in reasons.items()))
     base = request.base
-    return {"source": "predicted", "generated_by": "dspbench plan", "workload": _workload(base),
+    return {"source": "predicted", "generated_by": "dspbench plan", "workload": _workload(base, request.buckets),
             "request": {"model": base.model, "frames": base.frames, "spatial": base.spatial, "mode": base.mode,
                         "gpus": base.gpus, "batch": base.batch, "dtype": base.dtype, "backend": base.backend,
                         "cfg": base.cfg, "sample_steps": base.sample_steps, "mem_budget_mib": base.mem_budget_mib,
-                        "methods": list(request.methods)},
+                        "methods": list(request.methods), "buckets": [list(b) for b in request.buckets]},
             "priced": priced_line(base),   # the video, steps and guidance, and what were defaults
+            # the software priced: what the target declares (a profile's [stack], --stack), never what is here
+            "stack": {"packages": list(profile.stack), "declared_by": profile.stack_source},
             "hardware": profile.name, "profile_kind": profile.kind, "gpus_per_node": profile.gpus_per_node,
             "metric": "seconds per video" if base.mode in LATENCY_MODES else "samples/s",
             "interval_source": pricer.interval_source, "method_terms": method_terms(profile, base.mode),
@@ -65,6 +68,9 @@ def method_terms(profile: Profile, mode: str) -> str:
             "SP degrees are priced without it")
 
 
-def _workload(base) -> str:
+def _workload(base, buckets: tuple = ()) -> str:
     tail = f", {base.sample_steps} steps{', CFG' if base.cfg else ''}" if base.mode == "sample" else ""
-    return f"{base.model} T={base.frames} S={base.spatial} {base.mode} {base.dtype} batch {base.batch}{tail}"
+    shape = (f"buckets {', '.join(f'{t}x{s}:{w:g}' for t, s, w in buckets)}" if buckets
+             else f"T={base.frames} S={base.spatial}")
+    return f"{base.model} {shape} {base.mode} {base.dtype} batch {base.batch}{tail}"
+

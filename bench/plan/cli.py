@@ -36,6 +36,12 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     h.add_argument("--hardware", required=True,
                    help="hardware profile (bench/cost/profiles/*.toml or a calibrated .toml)")
     h.add_argument("--methods", default="all", help="all, or a comma-separated list of methods")
+    h.add_argument("--stack", default=None, metavar="PKG,...",
+                   help="the cluster's software beyond torch (deepspeed, flash-attn; none): which methods and ZeRO "
+                   "stages it can run; replaces the profile's [stack] (nothing installed here is looked at)")
+    h.add_argument("--buckets", default=None, metavar="FILE.csv",
+                   help="plan a weighted shape mix: a CSV resolution,frames,weight (a sweep's bucket_file); each "
+                   "candidate ranked on its weighted mean step over the buckets (replaces --frames/--spatial)")
     h.add_argument("--top", type=int, default=10,
                    help="rows shown, and measured by --emit-sweep (with each method's best)")
     h.add_argument("--what-if", action="append", default=[], metavar="KEY=VALUE",

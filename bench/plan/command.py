@@ -7,7 +7,11 @@ import itertools
 import json
 import shlex
 
-from dspbench.cost.hardware import Profile, fill_device_defaults, load_profile
+from pathlib import Path
+
+from dspbench.cost.hardware import Profile, fill_device_defaults, load_profile, with_stack
+from dspbench.cost.predict import stack_error
+from dspbench.methods import stack as stacks
 from dspbench.plan import whatif
 from dspbench.plan.axes import Request, all_methods
 from dspbench.plan.build import plan
@@ -26,7 +30,24 @@ def request_of(args, profile: Profile) -> Request:
     methods = all_methods() if args.methods == "all" else tuple(m.strip() for m in args.methods.split(",") if m.strip())
     if not methods:
         raise ValueError("--methods: give all or a comma-separated list of methods")
-    return Request(config_from_args(args), methods)
+    request = Request(config_from_args(args), methods, buckets=buckets_of(args))
+    # methods asked for by name must be runnable on the declared stack; `all` prunes those that are not
+    if args.methods != "all" and (why := stack_error(request.base, profile, methods)):
+        raise ValueError(why)
+    return request
+
+
+def buckets_of(args) -> tuple:
+    """`--buckets FILE`: the CSV sweeps read (resolution,frames,weight; records/buckets.py), or none."""
+    if not args.buckets:
+        return ()
+    from dspbench.records.buckets import read_bucket_file
+    return tuple(read_bucket_file(Path(args.buckets)))
+
+
+def stacked(profile: Profile, args) -> Profile:
+    """`--stack` replaces the profile's [stack]: the target's software, declared, never looked up here."""
+    return profile if args.stack is None else with_stack(profile, stacks.parse(args.stack))
 
 
 def grid_points(specs: list[str]) -> list[list[tuple[str, float]]]:
@@ -73,6 +94,9 @@ def command_line(args) -> str:
              "--top", str(args.top)]
     for w in args.what_if:
         parts += ["--what-if", w]
+    for flag, value in (("--stack", args.stack), ("--buckets", args.buckets)):
+        if value is not None:
+            parts += [flag, value]
     if args.emit_sweep and args.repeats != 1:
         parts += ["--repeats", str(args.repeats)]
     for f in sweep_fields():
@@ -82,7 +106,7 @@ def command_line(args) -> str:
 
 
 def run(args) -> int:
-    base_profile = load_profile(args.hardware)
+    base_profile = stacked(load_profile(args.hardware), args)
     edits = [whatif.parse(w) for w in args.what_if]
     profile = whatif.apply(base_profile, edits)
     request = request_of(args, profile)

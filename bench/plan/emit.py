@@ -35,9 +35,13 @@ def sweep_text(doc: dict, top: int, cluster: str, command: str, repeats: int = 1
     rows = chosen(doc, top)
     cfg = rows[0]["config"]
     default = RunConfig()
-    fixed = [k for k in ALWAYS] + [k for k in OPTIONAL if cfg[k] != getattr(default, k)]
+    buckets = doc["request"].get("buckets") or []
+    # a mix's shape is its buckets, in each grid (the sweep reader refuses frames/spatial beside them)
+    fixed = [k for k in ALWAYS if not (buckets and k in ("frames", "spatial"))]
+    fixed += [k for k in OPTIONAL if cfg[k] != getattr(default, k)]
     description = f"plan check: {doc['workload']} on {cfg['gpus']} x {doc['hardware']}"
-    name = f"plan-{cfg['model']}-T{cfg['frames']}-S{cfg['spatial']}-{cfg['mode']}-{cfg['gpus']}g-{doc['hardware']}"
+    shape = f"mix{len(buckets)}" if buckets else f"T{cfg['frames']}-S{cfg['spatial']}"
+    name = f"plan-{cfg['model']}-{shape}-{cfg['mode']}-{cfg['gpus']}g-{doc['hardware']}"
     lines = [f"# Emitted by: {command}",
              f"# Measures plan's top {min(top, len(doc['rows']))} and each method's best ({len(rows)} configurations),",
              f"# each pinned as ranked on {doc['hardware']}; the predictions are in the comments (source: predicted).",
@@ -51,6 +55,8 @@ def sweep_text(doc: dict, top: int, cluster: str, command: str, repeats: int = 1
         lines += ["", f"# rank {r['rank']}: predicted {doc['metric']} {_metric(r, doc)}",
                   "[[grid]]"]
         lines += [f"{a.field} = [{_toml(r['config'][a.field])}]" for a in AXES]
+        if buckets:
+            lines.append("buckets = [" + ", ".join(f"[{t}, {s}, {_toml(float(w))}]" for t, s, w in buckets) + "]")
     return "\n".join(lines) + "\n"
 
 

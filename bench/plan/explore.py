@@ -3,7 +3,8 @@ model does not price apart at their first value):
 - frontier: each method's best score at a quarter, half, once, twice and four times the GPUs
   (whole nodes only);
 - crossover: the winning method over the inter-node bandwidth (1/16 to 4x the profile's) and the
-  sequence length (T from a quarter to twice the request's), the rest of the request unchanged."""
+  sequence length (T from a quarter to twice the request's; of every bucket's with `--buckets`), the
+  rest of the request unchanged."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -46,13 +47,19 @@ def crossover(request: Request, profile: Profile) -> list[dict]:
         edited = whatif.apply(profile, [("link.inter.bw_GBps", bw * fb)])
         for ft in FRAME_FACTORS:
             frames = max(1, int(request.base.frames * ft))
-            best = _best(replace(request, base=replace(request.base, frames=frames)), edited)
+            best = _best(_longer(request, ft, frames), edited)
             win = max(best.items(), key=lambda kv: kv[1][0]) if best else None
             rows.append({"inter_GBps": bw * fb, "frames": frames, "tokens": frames * request.base.spatial,
                          "winner": win[0] if win else None, "score": win[1][0] if win else None,
                          "config": win[1][1] if win else "nothing fits",
                          "runner_up_ratio": _runner_up(best, win)})
     return rows
+
+
+def _longer(request: Request, ft: float, frames: int) -> Request:
+    """The request with T scaled by `ft`: a bucketed one's every bucket (its own T is not priced)."""
+    buckets = tuple((max(1, int(t * ft)), s, w) for t, s, w in request.buckets)
+    return replace(request, base=replace(request.base, frames=frames), buckets=buckets)
 
 
 def _runner_up(best: dict | None, win) -> float | None:
@@ -64,4 +71,4 @@ def _runner_up(best: dict | None, win) -> float | None:
 def explore(request: Request, profile: Profile) -> dict:
     return {"frontier": frontier(request, profile), "crossover": crossover(request, profile),
             "gpu_factors": list(GPU_FACTORS), "bw_factors": list(BW_FACTORS), "frame_factors": list(FRAME_FACTORS),
-            "note": "each point is a whole plan (lean: a2a's conventions, priced the same, at the first only)"}
+            "note": "each point is a whole plan (lean: the variants the cost model prices alike, at the first only)"}

@@ -5,7 +5,8 @@ hand) and guarded by tests/test_plans_doc.py, which fails when the page drifts f
   16-128 H100 (weak scaling) and one 2M-token sequence on 8-128 (strong scaling), h100-ib;
 - the 14B class of today's video DiTs (full3d, Wan 2.1 sized) at 480p and 720p, where DSP does
   not apply: training on 16-64 GPUs and sampling one video on 8 and 16.
-Each plan is lean (bench/plan/axes.py: `--a2a`'s conventions, priced the same, at the first only).
+Each plan is lean (bench/plan/axes.py: the variant axes the cost model prices alike at their first value;
+`--a2a`'s two conventions are priced apart, so both are tried).
     python -m dspbench.plan.paper [--md docs/plans.md]
 """
 from __future__ import annotations

@@ -35,6 +35,15 @@ def header(doc: dict) -> str:
             f"{'GiB/rank':>12} {'comm':>6} {'exposed ms':>10}  {'':<3}  shard a2a (= twins)")
 
 
+def stack_line(doc: dict) -> str:
+    """The software priced (methods and ZeRO stages follow from it) and who declared it: its own
+    line of the header."""
+    st = doc.get("stack")
+    if not st:
+        return "stack: not recorded"
+    return f"stack: {', '.join(st['packages']) or 'none (torch only)'} ({st['declared_by']})"
+
+
 def render(doc: dict, top: int) -> str:
     rows = doc["rows"]
     lines = [f"plan: {doc['workload']} on {doc['request']['gpus']} x {doc['hardware']} "
@@ -42,6 +51,7 @@ def render(doc: dict, top: int) -> str:
              doc.get("priced", ""),
              f"interval: {doc['interval_source']}",
              f"method terms: {doc.get('method_terms', 'not recorded')}",
+             stack_line(doc),
              f"verdict: {doc['verdict']}", "",
              f"ranked {len(rows)} of {doc['candidates']} candidates (top {min(top, len(rows))}; "
              "tie: its interval overlaps the best's; GiB/rank: predicted peak / usable; comm: share of the step):",
