@@ -166,7 +166,7 @@ def cmd_predict(args) -> int:
               file=sys.stderr)
     cfg = config_from_args(args)
     path = Path(args.records_file) if args.records_file else default_records_file(args.out)
-    buckets = bucket_args(args)
+    buckets = bucket_args(args, cfg.model)
     if buckets:
         return predict_mix(cfg, profile, buckets, path)
     rec = predicted_record(cfg, profile, args.compiled, args.vae)
@@ -184,12 +184,15 @@ def cmd_predict(args) -> int:
     return {"predicted": 0, "unsupported": 3}.get(rec["status"], 1)
 
 
-def bucket_args(args) -> list[tuple[int, int, float]]:
+def bucket_args(args, model: str) -> list[tuple[int, int, float]]:
+    """--buckets (T x S as given) or --bucket-file (videos, converted through `model`'s own VAE and patch)."""
+    from functools import partial
+    from dspbench.models.registry import video_to_tokens
     from dspbench.records.buckets import parse_flag, read_bucket_file
     if args.buckets and args.bucket_file:
         raise ValueError("give --buckets or --bucket-file, not both")
     if args.bucket_file:
-        return read_bucket_file(Path(args.bucket_file))
+        return read_bucket_file(Path(args.bucket_file), partial(video_to_tokens, model))
     return parse_flag(args.buckets) if args.buckets else []
 
 
