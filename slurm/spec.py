@@ -36,7 +36,8 @@ from dspbench.records.config import RunConfig
 HERE = Path(__file__).resolve().parent
 SWEEPS, CLUSTERS = HERE / "sweeps", HERE / "clusters"
 # The executor decides how ranks start; repeats come from `[sweep] repeats`.
-NOT_SWEEPABLE = ("launcher", "repeat", "sp_auto", "bucket_weight")   # set by sp = "auto", by `buckets`
+NOT_SWEEPABLE = ("launcher", "repeat", "sp_auto", "bucket_weight", "shard_auto")   # set by sp = "auto", by
+# `buckets`, by --shard left unset (facts/shard.py)
 
 
 class SpecError(ValueError):

@@ -113,7 +113,7 @@ def test_predict_takes_the_bucket_mix(tmp_path, capsys):
     from dspbench.cli import main
     from dspbench.records.io import read_dir
     args = ["predict", "--method", "usp", "--model", "full3d-14b", "--gpus", "16", "--sp", "16", "--dtype", "bf16",
-            "--mode", "infer", "--hardware", "h100-ib", "--out", str(tmp_path)]
+            "--mode", "infer", "--hardware", "h100-ib", "--out", str(tmp_path), "--shard", "T"]
     assert main(args + ["--buckets", "21x1560:3,21x3600:1"]) == 0
     out = capsys.readouterr().out
     assert "samples/s over the mix; padding waste 34.4% of tokens; best SP per bucket: 21x1560:" in out
@@ -132,3 +132,17 @@ def test_predict_converts_a_bucket_file_through_the_models_vae(tmp_path, capsys)
                  "--bucket-file", str(tmp_path / "b.csv")]) == 0
     recs, _ = read_dir(tmp_path / "out")
     assert [(r["frames"], r["spatial"], r["bucket_weight"]) for r in recs] == [(11, 390, 3.0), (11, 1024, 1.0)]
+
+
+def test_predict_mix_without_shard_shards_each_bucket_where_it_pads_least(tmp_path, capsys):
+    """Issue 42: --shard left unset, each bucket shards S (T 21 would pad to 32 at SP 16), not T for all."""
+    from dspbench.cli import main
+    from dspbench.records.io import read_dir
+    assert main(["predict", "--method", "usp", "--model", "full3d-14b", "--gpus", "16", "--sp", "16", "--dtype", "bf16",
+                 "--mode", "infer", "--hardware", "h100-ib", "--out", str(tmp_path),
+                 "--buckets", "21x1560:3,21x3600:1"]) == 0
+    out = capsys.readouterr().out
+    assert "padding waste 0.4% of tokens" in out      # 1560 pads to 1568 in 3 of 4 samples
+    assert "shard S (T 21 would pad to 32 at SP 16; S 3600 divides)" in out
+    recs, _ = read_dir(tmp_path)
+    assert [(r["shard"], r["padded_frames"], r["padded_spatial"]) for r in recs] == [("S", 21, 1568), ("S", 21, 3600)]

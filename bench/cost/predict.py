@@ -168,7 +168,7 @@ def cmd_predict(args) -> int:
     path = Path(args.records_file) if args.records_file else default_records_file(args.out)
     buckets = bucket_args(args, cfg.model)
     if buckets:
-        return predict_mix(cfg, profile, buckets, path)
+        return predict_mix(cfg, profile, buckets, path, shard_given=args.shard is not None)
     rec = predicted_record(cfg, profile, args.compiled, args.vae)
     append_record(path, rec)
     if args.json:   # stdout is exactly one JSON document (json.load works); the RESULT line goes to stderr
@@ -196,16 +196,19 @@ def bucket_args(args, model: str) -> list[tuple[int, int, float]]:
     return parse_flag(args.buckets) if args.buckets else []
 
 
-def predict_mix(cfg: RunConfig, profile: Profile, buckets, path: Path) -> int:
+def predict_mix(cfg: RunConfig, profile: Profile, buckets, path: Path, shard_given: bool = True) -> int:
     """One predicted record per bucket (appended), then the mix: samples/s over it at this SP, the
-    padding waste, and each bucket's best SP degree among the divisors of the GPUs (not recorded)."""
+    padding waste, and each bucket's best SP degree among the divisors of the GPUs (not recorded).
+    Without --shard each bucket at each degree shards the dim that pads it least (facts/shard.py)."""
     from dataclasses import replace
+    from dspbench.facts.shard import with_chosen_shard
     from dspbench.records.buckets import mix
     from dspbench.records.io import append_record
     rows, recs = [], []
     for t, s, w in buckets:
         for sp in [d for d in range(1, cfg.gpus + 1) if cfg.gpus % d == 0]:
-            rec = predicted_record(replace(cfg, frames=t, spatial=s, bucket_weight=w, sp=sp), profile)
+            point = replace(cfg, frames=t, spatial=s, bucket_weight=w, sp=sp)
+            rec = predicted_record(point if shard_given else with_chosen_shard(point), profile)
             if rec["status"] == "predicted":
                 rows.append(rec)
             if cfg.sp in (sp, str(sp)) or (cfg.sp == "auto" and rec.get("sp_auto")):
@@ -224,6 +227,11 @@ def predict_mix(cfg: RunConfig, profile: Profile, buckets, path: Path) -> int:
 
 
 def summary(rec: dict) -> str:
+    from dspbench.facts.shard import shard_note
+    return _summary(rec) + shard_note(rec)
+
+
+def _summary(rec: dict) -> str:
     head = f"{rec['method']} {rec['model']} T={rec['frames']} S={rec['spatial']} gpus={rec['world_size']} sp={rec['sp']}"
     if rec["status"] == "unsupported":
         return f"{head}: unsupported: {rec['error']}"

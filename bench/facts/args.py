@@ -90,6 +90,9 @@ def config_from_args(args) -> RunConfig:
     values = {k: v for k, v in vars(args).items() if k in names}
     values.update(model_and_shape(values.get("model", RunConfig.model), getattr(args, "model_set", []),
                                   values.get("frames"), values.get("spatial"), values.get("video", "")))
+    if "shard" in values and values["shard"] is None:   # not given: the dim this SP degree pads least
+        from dspbench.facts.shard import with_chosen_shard
+        return with_chosen_shard(RunConfig(**{**values, "shard": RunConfig.shard}))
     return RunConfig(**values)
 
 
