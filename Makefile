@@ -26,9 +26,9 @@ $(VENV)/.installed: pyproject.toml examples/dsp_overlap/pyproject.toml
 venv: $(VENV)/.installed
 
 demo: venv
-	@echo "make demo: the cpu_smoke sweep (every method on stdit-tiny, gloo), its status, then its report"
+	@echo "make demo: the cpu_smoke sweep (every method on stdit-tiny, gloo), then its report"
+	@# the sweep ends with its status (slurm/cli.py): a `sweep status` after it printed the summary twice
 	@$(VENV)/bin/dspbench sweep cpu_smoke --results results/cpu_smoke
-	@$(VENV)/bin/dspbench sweep status results/cpu_smoke
 	@$(VENV)/bin/dspbench report results/cpu_smoke
 
 test: venv

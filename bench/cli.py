@@ -7,8 +7,10 @@ hands reports the method registry (`wire_reports`), which reports may not import
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from importlib import import_module
+from importlib.metadata import PackageNotFoundError, requires
 
 STAGES = ("dspbench.run.cli", "dspbench.cost.cli", "dspbench.plan.cli", "dspbench.calibrate.cli",
           "dspbench.reports.cli", "dspbench.micro.cli", "dspbench.slurm.cli", "dspbench.gpu.cli")
@@ -33,6 +35,25 @@ def wire_reports() -> None:
     import_module("dspbench.reports.meta").registry = _registry_meta
 
 
+def missing_extra(e: ModuleNotFoundError) -> str | None:
+    """The one-line reason a command stopped on an optional package that is not installed: the package
+    and the extra of pyproject.toml that brings it (read from the installed metadata, so the extras
+    are stated once); None when the module is no extra's (a real error: its traceback stands)."""
+    top = (e.name or "").split(".")[0]
+    try:
+        reqs = requires("dspbench") or []
+    except PackageNotFoundError:        # a source tree on sys.path, not installed: no extras known
+        reqs = []
+    extras = []
+    for req in reqs:
+        name, extra = re.match(r"[A-Za-z0-9_.-]+", req).group(0), re.search(r'extra == "([^"]+)"', req)
+        if extra and name.lower().replace("_", "-") == top.lower().replace("_", "-"):
+            extras.append(extra.group(1))
+    # the test extra also lists what the suite imports (ring-flash-attn): name the extra meant for use
+    extra = next((x for x in extras if x not in ("test", "dev")), extras[0] if extras else None)
+    return extra and f"needs {top}, which is not installed (pip install 'dspbench[{extra}]')"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     commands, passthrough = _gather()
@@ -52,6 +73,12 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args) or 0
     except (ValueError, KeyError, FileNotFoundError) as e:
         print(f"dspbench {args.command}: error: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:    # an optional extra the command needs: say which, not a traceback
+        why = missing_extra(e)
+        if why is None:
+            raise
+        print(f"dspbench {args.command}: error: {why}", file=sys.stderr)
         return 2
 
 

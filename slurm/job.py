@@ -28,8 +28,6 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import submitit
-
 from dspbench.facts.args import config_argv
 from dspbench.records.config import RunConfig
 from dspbench.records.io import append_record, read_records
@@ -57,6 +55,7 @@ class Task:
 
     @classmethod
     def current(cls, job: "SweepJob") -> "Task":
+        import submitit     # in the job only: planning and --dry-run need no [slurm] extra
         job_id = submitit.JobEnvironment().job_id
         if job.all_ranks_here:
             rank, master = 0, "127.0.0.1"
@@ -141,8 +140,9 @@ class SweepJob:
         signal.signal(signal.SIGUSR2, lambda *_: setattr(task, "drain_until", time.monotonic() + window))
         return submitit_handler
 
-    def checkpoint(self) -> submitit.helpers.DelayedSubmission:
+    def checkpoint(self) -> "submitit.helpers.DelayedSubmission":
         """Submitit calls this in task 0 to requeue: the same job with the configurations left."""
+        import submitit
         run = getattr(self, "_running", None)
         if run is not None:     # called mid-configuration (USR2 before __call__ took it over): rerun it
             _kill([p for p in run.procs.values() if p.poll() is None])

@@ -9,8 +9,9 @@ A sweep (`slurm/sweeps/<name>.toml`) has four tables:
   (a cartesian product) plus an optional `zip` table (or list of tables) of equal-length lists that
   vary together, e.g. `zip = { gpus = [2, 4, 8], sp = [2, 4, 8] }`;
   A grid may hold `buckets = [[T, S, weight], ...]` (or `bucket_file = "file.csv"`, OpenSora's
-  `resolution,frames,weight`, beside the sweep file): a mixed-shape workload, each bucket a point
-  with its frames, spatial and bucket_weight (bench/records/buckets.py; reports fold them);
+  `resolution,frames,weight`, beside the sweep file, converted through each model's own VAE and
+  patch): a mixed-shape workload, each bucket a point with its frames, spatial and bucket_weight
+  (bench/records/buckets.py; reports fold them);
 - `[cluster]`: overrides of the profile's keys for this sweep.
 The RunConfig dataclass is the schema: any other key, or a value of the wrong type, is an error that
 names the file and the key (STYLE.md item 7), raised before anything runs or is submitted.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import re
 import typing
 from dataclasses import asdict, dataclass, field, fields
+from functools import partial
 from pathlib import Path
 
 try:
@@ -27,13 +29,15 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from dspbench.facts.args import model_and_shape
 from dspbench.records.buckets import BucketError, parse_buckets, read_bucket_file
 from dspbench.records.config import RunConfig
 
 HERE = Path(__file__).resolve().parent
 SWEEPS, CLUSTERS = HERE / "sweeps", HERE / "clusters"
 # The executor decides how ranks start; repeats come from `[sweep] repeats`.
-NOT_SWEEPABLE = ("launcher", "repeat", "sp_auto", "bucket_weight", "defaults_from")   # set by sp = "auto", by `buckets`, by the defaults
+NOT_SWEEPABLE = ("launcher", "repeat", "sp_auto", "bucket_weight", "shard_auto", "defaults_from")   # set by sp =
+# "auto", by `buckets`, by --shard left unset (facts/shard.py), by the model's defaults (facts/defaults.py)
 
 
 class SpecError(ValueError):
@@ -205,7 +209,7 @@ def _grid(where: str, grid, fixed: dict, base: Path = SWEEPS) -> dict:
     zips = [zips] if isinstance(zips, dict) else zips
     if not isinstance(zips, list):
         raise SpecError(f"{where}: zip must be a table or a list of tables, got {type(zips).__name__}")
-    mix = _buckets(where, grid.pop("buckets", None), grid.pop("bucket_file", None), fixed, base)
+    mix = _buckets(where, grid, zips, fixed, base)
     axes = _axes(where, grid, fixed)
     checked = [_axes(f"{where} zip", z, fixed) for z in zips] + mix
     seen = set(axes)
@@ -219,8 +223,11 @@ def _grid(where: str, grid, fixed: dict, base: Path = SWEEPS) -> dict:
     return {"axes": axes, "zips": checked}
 
 
-def _buckets(where: str, inline, file, fixed: dict, base: Path) -> list[dict]:
-    """`buckets` / `bucket_file` -> one zip of frames, spatial and bucket_weight (or none)."""
+def _buckets(where: str, grid: dict, zips: list, fixed: dict, base: Path) -> list[dict]:
+    """A grid's `buckets` / `bucket_file` (popped) -> one zip of frames, spatial and bucket_weight (or
+    none). A file's videos convert through each model's VAE and patch, so a grid of several models
+    zips each model with its own buckets (its `model` axis popped into the zip)."""
+    inline, file = grid.pop("buckets", None), grid.pop("bucket_file", None)
     if inline is None and file is None:
         return []
     if inline is not None and file is not None:
@@ -229,15 +236,30 @@ def _buckets(where: str, inline, file, fixed: dict, base: Path) -> list[dict]:
     if clash:
         raise SpecError(f"{where}: buckets set the shape: {clash[0]} must not be in [fixed]")
     try:
-        if file is not None:
-            if not isinstance(file, str):
-                raise BucketError(f"bucket_file must be a path string, got {file!r}")
-            rows = read_bucket_file(base / file)
-        else:
+        if file is None:
             rows = parse_buckets("buckets", inline)
+            return [{"frames": [r[0] for r in rows], "spatial": [r[1] for r in rows],
+                     "bucket_weight": [r[2] for r in rows]}]
+        if not isinstance(file, str):
+            raise BucketError(f"bucket_file must be a path string, got {file!r}")
+        if any("model" in z for z in zips if isinstance(z, dict)):
+            raise BucketError("bucket_file converts videos through the model's VAE: give model in [fixed] "
+                              "or as a grid axis, not in a zip")
+        models = grid.pop("model") if isinstance(grid.get("model"), list) else [fixed.get("model", RunConfig.model)]
+        per_model = [(m, read_bucket_file(base / file, partial(_video_tokens, m))) for m in models]
     except BucketError as e:
         raise SpecError(f"{where}: {e}") from None
-    return [{"frames": [r[0] for r in rows], "spatial": [r[1] for r in rows], "bucket_weight": [r[2] for r in rows]}]
+    out = {"frames": [r[0] for _, rows in per_model for r in rows],
+           "spatial": [r[1] for _, rows in per_model for r in rows],
+           "bucket_weight": [r[2] for _, rows in per_model for r in rows]}
+    return [out if len(models) == 1 else {"model": [m for m, rows in per_model for _ in rows], **out}]
+
+
+def _video_tokens(model: str, video: str) -> tuple[int, int]:
+    """(T, S) of an "FxHxW" video through `model`'s VAE and patch (facts: the same conversion as --video;
+    an unknown model or a size that does not convert is its ValueError)."""
+    got = model_and_shape(model, [], None, None, video)
+    return got["frames"], got["spatial"]
 
 
 def _axes(where: str, table, fixed: dict) -> dict:

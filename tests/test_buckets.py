@@ -1,19 +1,54 @@
 """Bucketed workloads: the sweep key, the bucket file, the mix, and the smoke sweep's report."""
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
+from dspbench.models.registry import video_to_tokens
 from dspbench.records.buckets import BucketError, mix, parse_buckets, read_bucket_file, tokens_of
 
 
 def test_bucket_file_in_opensora_terms(tmp_path):
     f = tmp_path / "b.csv"
     f.write_text("resolution,frames,weight\n480p,81,3\n720p,81,1\n256x256,17,0.5\n")
-    assert read_bucket_file(f) == [(21, 1560, 3.0), (21, 3600, 1.0), (5, 256, 0.5)]   # Wan 2.1's 480p, 720p
+    wan = partial(video_to_tokens, "wan2.1-14b")
+    assert read_bucket_file(f, wan) == [(21, 1560, 3.0), (21, 3600, 1.0), (5, 256, 0.5)]   # Wan 2.1's 480p, 720p
     f.write_text("resolution,frames,weight\n240p,16,1\n")
     with pytest.raises(BucketError, match=r"b.csv: row 2: resolution '240p' is neither HxW pixels"):
-        read_bucket_file(f)
-    assert tokens_of("480x832", 1) == (1, 1560)
+        read_bucket_file(f, wan)
+    assert tokens_of("480x832", 1, wan) == (1, 1560)
+
+
+@pytest.mark.parametrize("model, tokens", [("ltx-video", [(11, 390, 3.0), (11, 1024, 1.0)]),     # 8x32x32, patch 1
+                                           ("latte-xl", [(81, 1560, 3.0), (81, 4096, 1.0)]),    # 2-D VAE: no time
+                                           ("cogvideox-5b", [(21, 1560, 3.0), (21, 4096, 1.0)])])  # Wan's 4x8x8
+def test_bucket_file_converts_through_each_models_own_vae(tmp_path, model, tokens):
+    """Issue 42: the file was read with Wan's VAE for every model (LTX-Video's 480p x 81 priced as 21 x 1560
+    tokens, not 11 x 390). CogVideoX shares Wan's compression, so it reads the same."""
+    f = tmp_path / "b.csv"
+    f.write_text("resolution,frames,weight\n480p,81,3\n1024x1024,81,1\n")
+    assert read_bucket_file(f, partial(video_to_tokens, model)) == tokens
+    f.write_text("resolution,frames,weight\n480p,80,1\n")
+    with pytest.raises(BucketError, match=r"row 2: .*ltx-video: video 80x480x832 does not convert exactly .*nearest: "
+                                          r"\{73,81\}x480x832"):
+        read_bucket_file(f, partial(video_to_tokens, "ltx-video"))
+
+
+def test_a_sweeps_bucket_file_converts_per_model(tmp_path):
+    from dspbench.slurm.plan import expand
+    from dspbench.slurm.spec import SpecError, load_sweep
+    (tmp_path / "b.csv").write_text("resolution,frames,weight\n480p,81,3\n1024x1024,81,1\n")
+    f = tmp_path / "s.toml"
+    f.write_text('[fixed]\nmethod = "dsp"\n[[grid]]\nmodel = ["ltx-video", "wan2.1-1.3b"]\nbucket_file = "b.csv"\n')
+    shapes = sorted((c.model, c.frames, c.spatial, c.bucket_weight) for c in expand(load_sweep(str(f))))
+    assert shapes == [("ltx-video", 11, 390, 3.0), ("ltx-video", 11, 1024, 1.0),
+                      ("wan2.1-1.3b", 21, 1560, 3.0), ("wan2.1-1.3b", 21, 4096, 1.0)]
+    f.write_text('[fixed]\nmodel = "hunyuanvideo"\n[[grid]]\nmethod = ["dsp"]\nbucket_file = "b.csv"\n')
+    assert sorted((c.frames, c.spatial) for c in expand(load_sweep(str(f)))) == [(21, 1560), (21, 4096)]
+    f.write_text('[[grid]]\nmethod = ["dsp"]\nzip = { model = ["ltx-video"], sp = [1] }\nbucket_file = "b.csv"\n')
+    with pytest.raises(SpecError, match="not in a zip"):
+        load_sweep(str(f))
 
 
 @pytest.mark.parametrize("rows, why", [([], "non-empty"), ([[4, 0]], "bucket #1"), ([[4, 16, -1]], "weight > 0"),
@@ -78,7 +113,7 @@ def test_predict_takes_the_bucket_mix(tmp_path, capsys):
     from dspbench.cli import main
     from dspbench.records.io import read_dir
     args = ["predict", "--method", "usp", "--model", "full3d-14b", "--gpus", "16", "--sp", "16", "--dtype", "bf16",
-            "--mode", "infer", "--hardware", "h100-ib", "--out", str(tmp_path)]
+            "--mode", "infer", "--hardware", "h100-ib", "--out", str(tmp_path), "--shard", "T"]
     assert main(args + ["--buckets", "21x1560:3,21x3600:1"]) == 0
     out = capsys.readouterr().out
     assert "samples/s over the mix; padding waste 34.4% of tokens; best SP per bucket: 21x1560:" in out
@@ -86,3 +121,28 @@ def test_predict_takes_the_bucket_mix(tmp_path, capsys):
     assert [(r["frames"], r["spatial"], r["bucket_weight"], r["padded_frames"]) for r in recs] == [
         (21, 1560, 3.0, 32), (21, 3600, 1.0, 32)]     # T sharded 16 ways: 21 frames pad to 32
     assert main(args + ["--buckets", "21x:3"]) == 2 and not list(tmp_path.glob("*x*"))
+
+
+def test_predict_converts_a_bucket_file_through_the_models_vae(tmp_path, capsys):
+    from dspbench.cli import main
+    from dspbench.records.io import read_dir
+    (tmp_path / "b.csv").write_text("resolution,frames,weight\n480p,81,3\n1024x1024,81,1\n")
+    assert main(["predict", "--method", "ulysses", "--model", "ltx-video", "--gpus", "8", "--sp", "8",
+                 "--dtype", "bf16", "--mode", "infer", "--hardware", "h100-ib", "--out", str(tmp_path / "out"),
+                 "--bucket-file", str(tmp_path / "b.csv")]) == 0
+    recs, _ = read_dir(tmp_path / "out")
+    assert [(r["frames"], r["spatial"], r["bucket_weight"]) for r in recs] == [(11, 390, 3.0), (11, 1024, 1.0)]
+
+
+def test_predict_mix_without_shard_shards_each_bucket_where_it_pads_least(tmp_path, capsys):
+    """Issue 42: --shard left unset, each bucket shards S (T 21 would pad to 32 at SP 16), not T for all."""
+    from dspbench.cli import main
+    from dspbench.records.io import read_dir
+    assert main(["predict", "--method", "usp", "--model", "full3d-14b", "--gpus", "16", "--sp", "16", "--dtype", "bf16",
+                 "--mode", "infer", "--hardware", "h100-ib", "--out", str(tmp_path),
+                 "--buckets", "21x1560:3,21x3600:1"]) == 0
+    out = capsys.readouterr().out
+    assert "padding waste 0.4% of tokens" in out      # 1560 pads to 1568 in 3 of 4 samples
+    assert "shard S (T 21 would pad to 32 at SP 16; S 3600 divides)" in out
+    recs, _ = read_dir(tmp_path)
+    assert [(r["shard"], r["padded_frames"], r["padded_spatial"]) for r in recs] == [("S", 21, 1568), ("S", 21, 3600)]

@@ -55,7 +55,7 @@ def test_the_reported_uneven_cfg_parallel_run_is_checked_padded(tmp_path, capsys
     from dspbench.cli import main
     argv = ["run", "--model", "stdit-tiny", "--method", "ulysses", "--gpus", "4", "--sp", "2", "--cfg", "--cfg-parallel",
             "--mode", "sample", "--frames", "5", "--spatial", "30", "--check", "--iters", "1", "--warmup", "0",
-            "--sample-steps", "2", "--out", str(tmp_path)]
+            "--sample-steps", "2", "--shard", "T", "--out", str(tmp_path)]     # T: the padded path
     assert main(argv) == 0
     rec = json.loads(next(tmp_path.glob("records-*.jsonl")).read_text().splitlines()[-1])
     assert rec["status"] == "ok", rec["error"]

@@ -54,3 +54,22 @@ def test_measured_mfu_takes_the_peak_of_the_exact_sku_by_torch_name():
 def test_every_sku_fact_cites_its_datasheet_table():
     from test_cost import source_problem
     assert not {k: sku["source"] for k, sku in devices().items() if source_problem(sku["source"])}
+
+
+def _synthetic_gpu_record():
+    import random
+    from dspbench.micro.synth_records import GPU_ENV, make_record
+    cfg = RunConfig(method="ulysses", model="stdit-tiny", gpus=2, sp=2, frames=4, spatial=16, dtype="bf16", iters=3)
+    return make_record(cfg, random.Random(0), flops_per_s=400e12, bytes_per_s=150e9, env=GPU_ENV)
+
+
+def test_synthetic_records_take_their_mfu_peak_from_the_device_table(tmp_path, monkeypatch):
+    """synth_records states no peak of its own: its H100-like records divide by the table's (issue 42),
+    and a table that says otherwise moves their MFU with it."""
+    import dspbench.cost.hardware as hardware
+    rec = _synthetic_gpu_record()
+    achieved = rec["mfu"] * devices()["h100-sxm"]["peak_flops"]["bf16"]
+    doctored = tmp_path / "devices.toml"       # a table of one SKU, its peak another
+    doctored.write_text('[h100-sxm]\ntorch_names = ["NVIDIA H100 80GB HBM3"]\npeak_flops = { bf16 = 500e12 }\n')
+    monkeypatch.setattr(hardware, "DEVICE_TABLE", doctored)
+    assert _synthetic_gpu_record()["mfu"] == pytest.approx(achieved / 500e12, rel=1e-12)

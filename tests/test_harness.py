@@ -178,7 +178,8 @@ def test_cli_json_and_result_line(tmp_path):
 
 def test_cli_unsupported_exit_code(tmp_path):
     out = subprocess.run([sys.executable, "-m", "dspbench.cli", "run", "--method", "ulysses", "--gpus", "4",
-                          "--sp", "4", "--frames", "6", "--pad", "never", "--out", str(tmp_path)], capture_output=True, text=True)
+                          "--sp", "4", "--frames", "6", "--pad", "never", "--shard", "T", "--out", str(tmp_path)],
+                         capture_output=True, text=True)
     assert out.returncode == 3 and "unsupported" in out.stdout
 
 

@@ -25,7 +25,7 @@ ALLOWED = {
     "cost": {"facts", "records", "methods", "models"},
     "run": {"facts", "records", "cost", "methods", "models"},
     "calibrate": {"cost", "run", "facts", "records", "methods", "models"},
-    "micro": {"run", "facts", "records", "methods", "models", "reports"},
+    "micro": {"run", "facts", "records", "methods", "models", "reports", "cost.hardware"},   # the device table
     "gpu": {"records", "cost", "facts"},
     "plan": {"cost", "facts", "records", "methods", "models", "slurm", "reports"},
     "slurm": {"facts", "records", "run", "cost", "methods", "models"},

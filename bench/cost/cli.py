@@ -26,7 +26,8 @@ def add_predict_args(p: argparse.ArgumentParser) -> None:
     b.add_argument("--buckets", default=None, metavar="TxS[:W],...",
                    help="buckets as T x S tokens with weights, e.g. 21x1560:3,21x3600:1 (replaces --frames/--spatial)")
     b.add_argument("--bucket-file", default=None, metavar="CSV",
-                   help="buckets in OpenSora's terms: a CSV resolution,frames,weight (480p, 720p or HxW pixels)")
+                   help="buckets in OpenSora's terms: a CSV resolution,frames,weight (480p, 720p or HxW pixels), "
+                        "converted through the model's own VAE and patch")
     p.set_defaults(out="results/predicted")
 
 

@@ -188,12 +188,12 @@ def cmd_predict(args) -> int:
               file=sys.stderr)
     cfg = config_from_args(args)
     path = Path(args.records_file) if args.records_file else default_records_file(args.out)
-    buckets = bucket_args(args)
+    buckets = bucket_args(args, cfg.model)
     validate(cfg)
     if why := stack_error(cfg, profile):   # asked for explicitly: an error, not an `unsupported` record
         raise ValueError(why)
     if buckets:
-        return predict_mix(cfg, profile, buckets, path)
+        return predict_mix(cfg, profile, buckets, path, shard_given=args.shard is not None)
     rec = predicted_record(cfg, profile, args.compiled, args.vae)
     append_record(path, rec)
     if args.json:   # stdout is exactly one JSON document (json.load works); the RESULT line goes to stderr
@@ -209,24 +209,31 @@ def cmd_predict(args) -> int:
     return {"predicted": 0, "unsupported": 3}.get(rec["status"], 1)
 
 
-def bucket_args(args) -> list[tuple[int, int, float]]:
+def bucket_args(args, model: str) -> list[tuple[int, int, float]]:
+    """--buckets (T x S as given) or --bucket-file (videos, converted through `model`'s own VAE and patch)."""
+    from functools import partial
+    from dspbench.models.registry import video_to_tokens
     from dspbench.records.buckets import parse_flag, read_bucket_file
     if args.buckets and args.bucket_file:
         raise ValueError("give --buckets or --bucket-file, not both")
     if args.bucket_file:
-        return read_bucket_file(Path(args.bucket_file))
+        return read_bucket_file(Path(args.bucket_file), partial(video_to_tokens, model))
     return parse_flag(args.buckets) if args.buckets else []
 
 
-def predict_mix(cfg: RunConfig, profile: Profile, buckets, path: Path) -> int:
+def predict_mix(cfg: RunConfig, profile: Profile, buckets, path: Path, shard_given: bool = True) -> int:
     """One predicted record per bucket (appended), then the mix: samples/s over it at this SP, the
-    padding waste, and each bucket's best SP degree among the divisors of the GPUs (not recorded)."""
+    padding waste, and each bucket's best SP degree among the divisors of the GPUs (not recorded).
+    Without --shard each bucket at each degree shards the dim that pads it least (facts/shard.py)."""
+    from dataclasses import replace
+    from dspbench.facts.shard import with_chosen_shard
     from dspbench.records.buckets import mix
     from dspbench.records.io import append_record
     rows, recs = [], []
     for t, s, w in buckets:
         for sp in [d for d in range(1, cfg.gpus + 1) if cfg.gpus % d == 0]:
-            rec = predicted_record(replace(cfg, frames=t, spatial=s, bucket_weight=w, sp=sp), profile)
+            point = replace(cfg, frames=t, spatial=s, bucket_weight=w, sp=sp)
+            rec = predicted_record(point if shard_given else with_chosen_shard(point), profile)
             if rec["status"] == "predicted":
                 rows.append(rec)
             if cfg.sp in (sp, str(sp)) or (cfg.sp == "auto" and rec.get("sp_auto")):
@@ -246,7 +253,8 @@ def predict_mix(cfg: RunConfig, profile: Profile, buckets, path: Path) -> int:
 
 def summary(rec: dict) -> str:
     from dspbench.facts.defaults import priced_line
-    return _summary(rec) + "\n" + priced_line(rec)
+    from dspbench.facts.shard import shard_note
+    return _summary(rec) + shard_note(rec) + "\n" + priced_line(rec)
 
 
 def _summary(rec: dict) -> str:

@@ -95,6 +95,9 @@ def config_from_args(args) -> RunConfig:
     model = with_model_set(values.get("model", RunConfig.model), getattr(args, "model_set", []))
     values = fill_defaults({**values, "model": model}, pick_method=hasattr(args, "method"))
     values.update(model_and_shape(model, [], values.get("frames"), values.get("spatial"), values.get("video", "")))
+    if "shard" in vars(args) and args.shard is None:   # not given: the dim this SP degree pads least
+        from dspbench.facts.shard import with_chosen_shard
+        return with_chosen_shard(RunConfig(**{**values, "shard": RunConfig.shard}))
     return RunConfig(**values)
 
 

@@ -11,6 +11,7 @@ import random
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 
+from dspbench.cost.hardware import device_peak
 from dspbench.records.config import RunConfig
 from dspbench.records.io import SCHEMA_VERSION
 
@@ -62,13 +63,21 @@ def make_record(cfg: RunConfig, rng: random.Random, *, flops_per_s: float, bytes
     rec.update(step_time_median_s=med, step_time_p10_s=min(steps), step_time_p90_s=max(steps),
                step_times_s=steps, samples_per_s=cfg.global_batch / med,
                tokens_per_s=cfg.global_batch * shape.tokens / med,
-               mfu=None if env is CPU_ENV else work * cfg.global_batch / med / cfg.gpus / 989e12,
+               mfu=mfu(env, cfg.dtype, work * cfg.global_batch / med / cfg.gpus),
                peak_mem_bytes=max(mem), peak_mem_bytes_per_rank=mem,
                comm_wire_bytes=sum(comm.values()), comm=comm, comm_tagged=tagged,
                comm_formula=tagged, comm_formula_match=None, comm_time_s=comm_time,
                losses=[round(1.0 - 0.01 * i, 4) for i in range(cfg.warmup + cfg.iters)]
                if cfg.mode == "train" else None, oracle_max_abs_err=None, oracle_errors=None)
     return rec
+
+
+def mfu(env: dict, dtype: str, flops_per_s_per_gpu: float) -> float | None:
+    """MFU against the peak of the device the environment names, looked up in bench/cost/devices.toml
+    as a measured record's is (harness.with_peak): the datasheet is stated there once. None where the
+    table has no peak (the CPU environment, fp32)."""
+    peak = device_peak(env["device_names"][0], dtype)
+    return None if peak is None else flops_per_s_per_gpu / peak
 
 
 @lru_cache(maxsize=4096)

@@ -4,9 +4,11 @@ resolution x duration, every batch one bucket's shape).
 A bucket is (T, S, weight): latent frames and tokens per frame after patchify, and its share of the
 samples (weights need not sum to 1). A sweep lists them inline (`buckets = [[T, S, w], ...]`, w
 defaults to 1) or in a CSV file in OpenSora's terms (`resolution,frames,weight`: pixels "HxW" or a
-name below, video frames), converted with the VAE and patch of today's video DiTs (Wan 2.1,
-OpenSora 1.2: 4x temporal with the first frame kept, 8x8 spatial, patch 1x2x2):
-T = (frames - 1) // 4 + 1, S = (H / 16) x (W / 16).
+name below, video frames), converted through the VAE and patch of the model the bucket runs on
+(its preset's [vae]: models/registry.py video_to_tokens, which the caller hands in: records import
+no models). Wan 2.1's 4x8x8 causal VAE with patch 1x2x2 makes 480p x 81 frames T = 21, S = 1560;
+LTX-Video's 8x32x32 makes it T = 11, S = 390: one conversion for every model priced the others
+wrong, silently.
 
 Each bucket runs as its own configuration (its own records); `mix` folds one method's per-bucket
 rows into the workload's numbers: samples/s over the mix (time-weighted: sum w / sum w / rate),
@@ -16,9 +18,12 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Callable
 
-RESOLUTIONS = {"480p": (480, 832), "720p": (720, 1280)}   # Wan 2.1's sizes (16 divides them)
-SPATIAL_DOWN, TEMPORAL_DOWN = 16, 4                      # VAE 8 x patch 2; VAE 4 in time
+RESOLUTIONS = {"480p": (480, 832), "720p": (720, 1280)}   # Wan 2.1's sizes, in pixels
+
+# "FxHxW" video -> (T, S) through one model's VAE and patch; a ValueError where it does not convert
+VideoToTokens = Callable[[str], tuple[int, int]]
 
 
 class BucketError(ValueError):
@@ -53,8 +58,9 @@ def parse_flag(text: str) -> list[tuple[int, int, float]]:
     return parse_buckets("--buckets", rows)
 
 
-def tokens_of(resolution: str, frames: int) -> tuple[int, int]:
-    """(T, S) of a video of `frames` frames at `resolution` ("HxW" pixels or a name in RESOLUTIONS)."""
+def tokens_of(resolution: str, frames: int, to_tokens: VideoToTokens) -> tuple[int, int]:
+    """(T, S) of a video of `frames` frames at `resolution` ("HxW" pixels or a name in RESOLUTIONS),
+    through the model's VAE and patch (`to_tokens`)."""
     if resolution in RESOLUTIONS:
         h, w = RESOLUTIONS[resolution]
     else:
@@ -63,14 +69,15 @@ def tokens_of(resolution: str, frames: int) -> tuple[int, int]:
         except ValueError:
             raise BucketError(f"resolution {resolution!r} is neither HxW pixels nor one of "
                               f"{', '.join(RESOLUTIONS)}") from None
-    if h % SPATIAL_DOWN or w % SPATIAL_DOWN or frames < 1:
-        raise BucketError(f"resolution {resolution!r} x {frames} frames: H and W must be multiples of "
-                          f"{SPATIAL_DOWN} (VAE 8 x patch 2) and frames >= 1")
-    return (frames - 1) // TEMPORAL_DOWN + 1, (h // SPATIAL_DOWN) * (w // SPATIAL_DOWN)
+    try:
+        return to_tokens(f"{frames}x{h}x{w}")
+    except ValueError as e:   # names the model's VAE and the nearest sizes that convert
+        raise BucketError(f"resolution {resolution!r} x {frames} frames: {e}") from None
 
 
-def read_bucket_file(path: Path) -> list[tuple[int, int, float]]:
-    """A CSV `resolution,frames,weight` (OpenSora's bucket terms) -> [(T, S, w)]."""
+def read_bucket_file(path: Path, to_tokens: VideoToTokens) -> list[tuple[int, int, float]]:
+    """A CSV `resolution,frames,weight` (OpenSora's bucket terms) -> [(T, S, w)] for the model whose
+    VAE and patch `to_tokens` applies."""
     try:
         with open(path, newline="") as f:
             rows = list(csv.DictReader(f))
@@ -81,7 +88,7 @@ def read_bucket_file(path: Path) -> list[tuple[int, int, float]]:
     out = []
     for i, r in enumerate(rows):
         try:
-            t, s = tokens_of(r["resolution"].strip(), int(r["frames"]))
+            t, s = tokens_of(r["resolution"].strip(), int(r["frames"]), to_tokens)
             w = float(r["weight"])
         except (BucketError, ValueError, TypeError) as e:
             raise BucketError(f"{path}: row {i + 2}: {e}") from None

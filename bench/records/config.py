@@ -69,8 +69,9 @@ class RunConfig:
     iters: int = option(5, "timed steps")
     check: bool = option(False, "check against the single-device oracle before timing", group="execution")
     grad_ckpt: bool = option(False, "activation checkpointing per block (train)")
-    shard: str = option("T", "sequence dim embedded methods shard (T or S; axial3d: T, H or W)",
-                        choices=("T", "S", "H", "W"))
+    shard: str = option("T", "sequence dim embedded methods shard (T or S; axial3d: T, H or W); not given: the one "
+                        "this SP degree pads least, T on a tie (facts/shard.py)", choices=("T", "S", "H", "W"),
+                        unset_default=True)
     sample_steps: int = option(10, "denoising model calls per sample (sample mode; a preset: its [sampling] steps)",
                                unset_default=True)
     seed: int = option(0, "seed of weights and inputs")
@@ -95,6 +96,9 @@ class RunConfig:
     # set when a sweep's `sp = "auto"` chose sp (the memory model's minimum): records say each method ran
     # at its own minimum SP; not in the run_id
     sp_auto: bool = option(False, "sp was chosen by sp = auto", group="execution", hidden=True)
+    # set when --shard was not given and the choice mattered (facts/shard.py): which dim and why, as the
+    # summaries print it; not in the run_id
+    shard_auto: str = option("", "why the shard was chosen", group="execution", hidden=True)
     timeout_s: float = option(600.0, "seconds for the whole run (local launcher: then status timeout)",
                               group="execution", flag="--timeout")
     threads: int = option(0, "torch threads per rank (0: cores / ranks, at least 1)", group="execution")

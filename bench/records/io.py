@@ -8,8 +8,9 @@ Fields (units in the name where it matters):
   pad (auto | never), cfg_parallel (cond and uncond passes on two halves of the world),
   ulysses_degree (usp's Ulysses degree; 0: the default split), mem_budget_mib (these enter the
   run_id only when not at their default); bucket_weight (a bucketed
-  sweep's share of the samples for this shape, 0 otherwise) and video (the FxHxW that T, S came
-  from) are not in the run_id;
+  sweep's share of the samples for this shape, 0 otherwise), video (the FxHxW that T, S came
+  from) and shard_auto (why the shard was chosen when --shard was not given, bench/facts/shard.py;
+  "" otherwise) are not in the run_id;
 - method_meta {label, colour, order, table3 {formula, coeff, per_n}}: how reports show the method,
   as its MethodSpec declares it (`report`; null fields: the report's defaults), so that a report
   needs no table of methods and a plugin's records show its look without the plugin;

@@ -33,12 +33,13 @@ def cmd_run(args) -> int:
 
 
 def summary_line(rec: dict) -> str:
+    from dspbench.facts.shard import shard_note
     if rec["status"] != "ok":
-        return f"{rec['method']} {rec['model']}: {rec['status']}: {rec['error']}"
+        return f"{rec['method']} {rec['model']}: {rec['status']}: {rec['error']}{shard_note(rec)}"
     return (f"{rec['method']} {rec['model']} T={rec['frames']} S={rec['spatial']} world={rec['world_size']} "
             f"sp={rec['sp']}: step {rec['step_time_median_s'] * 1e3:.1f} ms (p10 {rec['step_time_p10_s'] * 1e3:.1f}, "
             f"p90 {rec['step_time_p90_s'] * 1e3:.1f}), {rec['samples_per_s']:.3g} samples/s, "
-            f"comm {rec['comm_wire_bytes'] / 2**20:.2f} MiB/rank/step")
+            f"comm {rec['comm_wire_bytes'] / 2**20:.2f} MiB/rank/step{shard_note(rec)}")
 
 
 # ---------------------------------------------------------------- models / methods
