@@ -111,7 +111,10 @@ def with_overrides(ref: str, settings: list[str]) -> str:
     base, old = split_overrides(ref)
     merged = {**old, **dict(p.split("=", 1) for p in pairs)}
     out = f"{base}[{','.join(f'{k}={v}' for k, v in merged.items())}]"
-    resolve(out)
+    try:
+        resolve(out)
+    except (KeyError, ValueError) as e:   # the reason names the flag that carried the bad value
+        raise ValueError(f"--model-set: {e.args[0] if e.args else e}") from None
     return out
 
 

@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args) -> int:
+    if args.jobs is not None and args.jobs < 1:
+        print(f"dspbench report: error: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
+        return 2
     if not args.results_dir.is_dir():
         print(f"dspbench report: no such directory: {args.results_dir}", file=sys.stderr)
         return 2

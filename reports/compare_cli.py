@@ -33,7 +33,8 @@ def run(args) -> int:
     from dspbench.reports.derive import enrich
     from dspbench.reports.style import label
     if args.by in ("method", "cfg", "source") and (args.results is None or not args.results.is_dir()):
-        print(f"dspbench compare: --by {args.by} needs --results DIR (got {args.results})", file=sys.stderr)
+        print(f"dspbench compare: error: --by {args.by} needs --results DIR, a results folder (got {args.results})",
+              file=sys.stderr)
         return 2
     if args.by == "source":
         return by_source(args)

@@ -178,6 +178,8 @@ def load_sweep(name_or_path: str) -> SweepSpec:
     path = find_sweep(name_or_path)
     where = str(path)
     data = read_toml(path)
+    if not data:   # an empty file would run RunConfig's defaults as if asked
+        raise SpecError(f"{where}: empty: a sweep says what to run in [fixed] and [[grid]] tables")
     unknown = sorted(set(data) - set(TOP_KEYS))
     if unknown:
         raise SpecError(f"{where}: unknown table {unknown[0]!r} (known: {', '.join(TOP_KEYS)})")

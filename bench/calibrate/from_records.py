@@ -195,8 +195,10 @@ def base_profile(args) -> dict:
 def cmd_from_records(args) -> int:
     """--from-records alone: the base profile with the records' compute terms (exit 2 on bad input,
     nothing written)."""
-    d = base_profile(args)
-    notes = apply_records(d, args.from_records, args.force)    # LogError (a ValueError): exit 2
+    from dspbench.calibrate.command import named
+    with named("--from-records"):
+        d = base_profile(args)         # the records' GPU picks it where --base is not given
+        notes = apply_records(d, args.from_records, args.force)    # LogError (a ValueError): exit 2
     from_dict(d)                                                # what predict and plan will load
     for n in notes:
         print(f"dspbench calibrate: {n}", file=sys.stderr)

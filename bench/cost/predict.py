@@ -216,9 +216,14 @@ def bucket_args(args, model: str) -> list[tuple[int, int, float]]:
     from dspbench.records.buckets import parse_flag, read_bucket_file
     if args.buckets and args.bucket_file:
         raise ValueError("give --buckets or --bucket-file, not both")
-    if args.bucket_file:
-        return read_bucket_file(Path(args.bucket_file), partial(video_to_tokens, model))
-    return parse_flag(args.buckets) if args.buckets else []
+    try:
+        if args.bucket_file:
+            return read_bucket_file(Path(args.bucket_file), partial(video_to_tokens, model))
+        return parse_flag(args.buckets) if args.buckets else []
+    except OSError as e:
+        raise ValueError(f"--bucket-file: {e.strerror}: {args.bucket_file}") from None
+    except ValueError as e:
+        raise ValueError(f"{'--bucket-file' if args.bucket_file else '--buckets'}: {e}") from None
 
 
 def predict_mix(cfg: RunConfig, profile: Profile, buckets, path: Path, shard_given: bool = True) -> int:

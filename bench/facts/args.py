@@ -111,10 +111,11 @@ def model_and_shape(model: str, model_set: list[str], frames, spatial, video: st
     model's VAE and patch (models/registry.py), or RunConfig's defaults. Both given must agree."""
     from dspbench.models.registry import video_to_tokens, with_overrides
     model = with_overrides(model, model_set)
-    out = {"model": model, "frames": frames or RunConfig.frames, "spatial": spatial or RunConfig.spatial}
+    out = {"model": model, "frames": RunConfig.frames if frames is None else frames,
+           "spatial": RunConfig.spatial if spatial is None else spatial}   # a 0 given is validate()'s to refuse
     if video:
         T, S = video_to_tokens(model, video)
-        if (frames and frames != T) or (spatial and spatial != S):
+        if (frames is not None and frames != T) or (spatial is not None and spatial != S):
             raise ValueError(f"--video {video} gives T={T}, S={S} for {model}, but --frames {frames} --spatial {spatial} "
                              "were given too: pass one or the other")
         out.update(frames=T, spatial=S, video=video)

@@ -11,8 +11,9 @@ def add_replay_args(p: argparse.ArgumentParser) -> None:
     add_run_args(p, by_profile=True)
     g = p.add_argument_group("replay")
     g.add_argument("--device", default=None, help="where to run the kernels: cuda (default where present) or cpu")
-    g.add_argument("--reps", type=int, default=5, help="timed calls per kernel (after one warm-up); the median is kept")
-    g.add_argument("--limit", type=int, default=0,
+    from dspbench.records.argtypes import at_least_0, count
+    g.add_argument("--reps", type=count, default=5, help="timed calls per kernel (after one warm-up); the median is kept")
+    g.add_argument("--limit", type=at_least_0, default=0,
                    help="replay only the N kernels with the most predicted time (0: all)")
     p.set_defaults(out="results/replay")
 
@@ -23,7 +24,7 @@ def cmd_replay(args) -> int:
     from pathlib import Path
     from dspbench.cost.hardware import fill_device_defaults, load_profile, prices_by_kernel
     from dspbench.facts.args import config_from_args
-    from dspbench.facts.build import unsupported_reason
+    from dspbench.facts.build import unsupported_reason, validate
     from dspbench.records.io import append_record
     from dspbench.gpu.replay import replay, summary_record
     if not args.hardware:
@@ -35,6 +36,7 @@ def cmd_replay(args) -> int:
         raise ValueError(f"--hardware {profile.name}: not a GPU datasheet profile with a kernel rate table")
     fill_device_defaults(args, profile)
     cfg = config_from_args(args)
+    validate(cfg)   # unknown names and static errors: exit 2 (a method that cannot run this: 3, below)
     if cfg.sp == "auto":
         raise ValueError("--sp auto: replay needs the degree whose rank it runs")
     reason = unsupported_reason(__import__("dataclasses").replace(cfg, launcher="env"))

@@ -81,7 +81,7 @@ def run(methods, model="stdit-tiny", frames=16, spatial=64, world=4, rounds=15) 
 
 
 def parser() -> argparse.ArgumentParser:
-    from dspbench.facts.argtypes import count
+    from dspbench.records.argtypes import count
     p = argparse.ArgumentParser(prog="dspbench bench-ledger", description=__doc__.splitlines()[0])
     p.add_argument("--methods", nargs="+", default=["dsp", "ulysses", "ring", "megatron_sp"])
     p.add_argument("--model", default="stdit-tiny")
@@ -94,7 +94,17 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    a = parser().parse_args(argv)
+    p = parser()
+    a = p.parse_args(argv)
+    from dspbench.methods import available
+    from dspbench.models import get_config
+    unknown = [m for m in a.methods if m not in available()]
+    if unknown:   # argparse's own refusal: exit 2, one line naming the option
+        p.error(f"argument --methods: unknown method(s) {', '.join(map(repr, unknown))} (see `dspbench methods`)")
+    try:
+        get_config(a.model)
+    except KeyError as e:
+        p.error(f"argument --model: {e.args[0]}")
     rows = run(a.methods, a.model, a.frames, a.spatial, a.world, a.rounds)
     if a.json:
         print(json.dumps(rows, indent=1))

@@ -235,7 +235,7 @@ def format_table(res: dict) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    from dspbench.facts.argtypes import at_least_0, count, positive
+    from dspbench.records.argtypes import at_least_0, count, positive
     p = argparse.ArgumentParser(prog="dspbench bench-switch", description=__doc__.split("\n")[0])
     p.add_argument("--world", type=count, default=4, help="ranks to spawn (gloo, CPU)")
     p.add_argument("--sizes-mib", type=positive, nargs="+", default=[4, 16, 64], help="payload per rank, MiB")

@@ -7,6 +7,7 @@ import argparse
 
 from dspbench.facts.args import add_field, add_model_args
 from dspbench.plan.measuring import sweep_fields
+from dspbench.records.argtypes import at_least_0, count
 from dspbench.records.config import DTYPES, MODES, RunConfig
 
 
@@ -16,21 +17,21 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     add_model_args(g)
     g.add_argument("--mode", choices=MODES, default=d.mode,
                    help="train: samples/s; sample (and infer): seconds per video")
-    g.add_argument("--gpus", type=int, required=True, help="GPUs (ranks) of the cluster to plan for")
-    g.add_argument("--batch-per-gpu", type=int, default=d.batch, dest="batch",
+    g.add_argument("--gpus", type=count, required=True, help="GPUs (ranks) of the cluster to plan for")
+    g.add_argument("--batch-per-gpu", type=count, default=d.batch, dest="batch",
                    help="samples per data-parallel replica per step (RunConfig.batch; a replica is SP GPUs)")
     g.add_argument("--dtype", choices=DTYPES, default=None,
                    help="model dtype (None: bf16 on a GPU profile, else fp32)")
     g.add_argument("--backend", choices=("gloo", "nccl"), default=None,
                    help="None: nccl on a GPU profile, else gloo")
-    g.add_argument("--sample-steps", type=int, default=None,
+    g.add_argument("--sample-steps", type=count, default=None,
                    help=f"model calls per video (sample mode; default: a preset's [sampling] steps, else {d.sample_steps})")
     g.add_argument("--cfg", action=argparse.BooleanOptionalAction, default=None,
                    help="sample mode: classifier-free guidance (the workload, not a setting; default: a preset's "
                    "[sampling] guidance, cfg on unless distilled; other models off)")
     g.add_argument("--shard", choices=("T", "S", "H", "W"), default=d.shard,
                    help="the sequence dim embedded methods shard first (the model's other dims are tried too)")
-    g.add_argument("--mem-budget-mib", type=int, default=d.mem_budget_mib,
+    g.add_argument("--mem-budget-mib", type=at_least_0, default=d.mem_budget_mib,
                    help="emulated memory per rank, MiB (CPU clusters; 0: the profile's device memory)")
     h = p.add_argument_group("plan")
     h.add_argument("--hardware", required=True,
@@ -42,7 +43,7 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     h.add_argument("--buckets", default=None, metavar="FILE.csv",
                    help="plan a weighted shape mix: a CSV resolution,frames,weight (a sweep's bucket_file); each "
                    "candidate ranked on its weighted mean step over the buckets (replaces --frames/--spatial)")
-    h.add_argument("--top", type=int, default=10,
+    h.add_argument("--top", type=count, default=10,
                    help="rows shown, and measured by --emit-sweep (with each method's best)")
     h.add_argument("--what-if", action="append", default=[], metavar="KEY=VALUE",
                    help="change a profile field, e.g. link.inter=25GB/s, compute.efficiency=0.5 (repeatable)")
@@ -53,7 +54,7 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     o.add_argument("--emit-sweep", default=None, metavar="FILE.toml",
                    help="write a sweep spec measuring the top K and each method's best")
     o.add_argument("--cluster", default="local", help="the emitted sweep's cluster profile (slurm/clusters/)")
-    o.add_argument("--repeats", type=int, default=1,
+    o.add_argument("--repeats", type=count, default=1,
                    help="the emitted sweep's [sweep] repeats: each configuration measured N times (plan.check "
                         "takes the median), so noise does not decide the measured order")
     for f in sweep_fields():           # how the emitted sweep measures: more timed steps, less noise

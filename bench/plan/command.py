@@ -27,6 +27,7 @@ def request_of(args, profile: Profile) -> Request:
         raise ValueError(f"--top must be >= 1, got {args.top}")
     if args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
+    check_cluster(args.cluster)
     methods = all_methods() if args.methods == "all" else tuple(m.strip() for m in args.methods.split(",") if m.strip())
     if not methods:
         raise ValueError("--methods: give all or a comma-separated list of methods")
@@ -37,12 +38,30 @@ def request_of(args, profile: Profile) -> Request:
     return request
 
 
+def check_cluster(name: str) -> None:
+    """--cluster names the emitted sweep's cluster profile: known before anything is priced."""
+    from dspbench.slurm.spec import SpecError, load_cluster_profile
+    try:
+        load_cluster_profile(name, Path.cwd())
+    except (SpecError, OSError) as e:
+        raise ValueError(f"--cluster {name!r}: {e}") from None
+
+
 def buckets_of(args) -> tuple:
     """`--buckets FILE`: the CSV sweeps read (resolution,frames,weight; records/buckets.py), or none."""
     if not args.buckets:
         return ()
+    from functools import partial
+    from dspbench.facts.args import with_model_set
+    from dspbench.models.registry import video_to_tokens
     from dspbench.records.buckets import read_bucket_file
-    return tuple(read_bucket_file(Path(args.buckets)))
+    model = with_model_set(args.model, args.model_set)   # its own VAE and patch convert the videos
+    try:
+        return tuple(read_bucket_file(Path(args.buckets), partial(video_to_tokens, model)))
+    except OSError as e:
+        raise ValueError(f"--buckets: {e.strerror}: {args.buckets}") from None
+    except ValueError as e:
+        raise ValueError(f"--buckets: {e}") from None
 
 
 def stacked(profile: Profile, args) -> Profile:
@@ -57,7 +76,10 @@ def grid_points(specs: list[str]) -> list[list[tuple[str, float]]]:
         key, sep, values = spec.partition("=")
         if not sep or not values:
             raise ValueError(f"--what-if-grid {spec!r}: expected KEY=V1,V2,...")
-        axes.append([whatif.parse(f"{key}={v}") for v in values.split(",")])
+        try:
+            axes.append([whatif.parse(f"{key}={v}") for v in values.split(",")])
+        except ValueError as e:   # whatif's reason, said of the flag that carried it
+            raise ValueError(f"--what-if-grid {spec!r}: {str(e).split(': ', 1)[-1]}") from None
     return [list(p) for p in itertools.product(*axes)] if axes else []
 
 

@@ -5,6 +5,8 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
 
+from dspbench.records.argtypes import at_least_0, count, positive
+
 MODES = ("train", "infer", "sample")
 DTYPES = ("fp32", "bf16", "fp16")
 BACKENDS = ("gloo", "nccl")
@@ -39,8 +41,8 @@ class CliOption:
 
 
 def sp_value(text: str) -> int | str:
-    """--sp on the command line: a degree, or auto (resolved before running)."""
-    return text if text == "auto" else int(text)
+    """--sp on the command line: a degree >= 1, or auto (resolved before running)."""
+    return text if text == "auto" else count(text)
 
 
 def option(default, help: str, **cli):
@@ -54,10 +56,10 @@ class RunConfig:
                          "model's layout: ulysses)", unset_default=True)
     model: str = option("stdit-tiny", "a built-in (<layout>-<size>), a preset (wan2.1-14b, hunyuanvideo, ...) or a "
                         "model .toml file, with [field=value] overrides (see `dspbench models`)", group="model")
-    frames: int = option(16, "T: latent frames after patchify", group="model", unset_default=True)
-    spatial: int = option(64, "S: tokens per frame after patchify", group="model", unset_default=True)
-    batch: int = option(1, "micro-batch per data-parallel replica (global batch = batch x dp)")
-    gpus: int = option(1, "world size (ranks)")
+    frames: int = option(16, "T: latent frames after patchify", group="model", unset_default=True, type=count)
+    spatial: int = option(64, "S: tokens per frame after patchify", group="model", unset_default=True, type=count)
+    batch: int = option(1, "micro-batch per data-parallel replica (global batch = batch x dp)", type=count)
+    gpus: int = option(1, "world size (ranks)", type=count)
     sp: int | str = option(1, "sequence-parallel degree, divides --gpus (rest is DP); auto: the memory model's "
                            "minimum, resolved before running", type=sp_value)
     mode: str = option("train", "train: fwd+bwd+AdamW; infer: fwd; sample: K fwd", choices=MODES)
@@ -65,17 +67,17 @@ class RunConfig:
     backend: str = option("gloo", "torch.distributed backend", choices=BACKENDS)
     launcher: str = option("local", "local: spawn the ranks here; torchrun/env: this process is RANK of WORLD_SIZE; "
                            "slurm: from SLURM_*", group="execution", choices=LAUNCHERS)
-    warmup: int = option(2, "untimed warm-up steps")
-    iters: int = option(5, "timed steps")
+    warmup: int = option(2, "untimed warm-up steps", type=at_least_0)
+    iters: int = option(5, "timed steps", type=count)
     check: bool = option(False, "check against the single-device oracle before timing", group="execution")
     grad_ckpt: bool = option(False, "activation checkpointing per block (train)")
     shard: str = option("T", "sequence dim embedded methods shard (T or S; axial3d: T, H or W); not given: the one "
                         "this SP degree pads least, T on a tie (facts/shard.py)", choices=("T", "S", "H", "W"),
                         unset_default=True)
     sample_steps: int = option(10, "denoising model calls per sample (sample mode; a preset: its [sampling] steps)",
-                               unset_default=True)
-    seed: int = option(0, "seed of weights and inputs")
-    repeat: int = option(0, "repeat index within a sweep")
+                               unset_default=True, type=count)
+    seed: int = option(0, "seed of weights and inputs", type=at_least_0)
+    repeat: int = option(0, "repeat index within a sweep", type=at_least_0)
     a2a: str = option("single", "all-to-all style: single (one all_to_all_single) or list (tensor_split + list + "
                       "cat, as VideoSys)", choices=A2A_STYLES)
     zero: int = option(0, "ZeRO stage (train): 0 replicated AdamW (ours), 1 | 2 DeepSpeed's ZeRO over the DP x SP "
@@ -83,7 +85,7 @@ class RunConfig:
     cfg: bool = option(False, "sample mode: classifier-free guidance (cond + uncond as a batch of 2; a preset: on "
                        "unless its [sampling] guidance is distilled)", unset_default=True)
     mem_budget_mib: int = option(0, "emulated memory per rank, MiB (CPU clusters): --sp auto fits against it, and a "
-                                 "run whose measured peak per rank adds more is `oom` (0: the device's own)")
+                                 "run whose measured peak per rank adds more is `oom` (0: the device's own)", type=at_least_0)
     pad: str = option("auto", "a sharded dim the SP degree does not divide: auto pads it to the next multiple and "
                       "masks the padded keys (methods/padding.py); never refuses the shape (unsupported)",
                       choices=PAD_MODES)
@@ -100,14 +102,14 @@ class RunConfig:
     # summaries print it; not in the run_id
     shard_auto: str = option("", "why the shard was chosen", group="execution", hidden=True)
     timeout_s: float = option(600.0, "seconds for the whole run (local launcher: then status timeout)",
-                              group="execution", flag="--timeout")
-    threads: int = option(0, "torch threads per rank (0: cores / ranks, at least 1)", group="execution")
+                              group="execution", flag="--timeout", type=positive)
+    threads: int = option(0, "torch threads per rank (0: cores / ranks, at least 1)", group="execution", type=at_least_0)
     # tests only: KIND@RANK with KIND in raise|hang|oom|exit|slow
     inject_fault: str = option("", "fault injection", group="execution", hidden=True)
     video: str = option("", "the video size in frames x pixels (e.g. 129x720x1280): T and S through the model's VAE "
                         "and patch; not in the run_id", group="model", metavar="FxHxW")
     ulysses_degree: int = option(0, "usp: Ulysses degree U over the heads, ring degree SP / U over the sequence (0: "
-                                 "the largest U dividing SP and the heads)", metavar="U")
+                                 "the largest U dividing SP and the heads)", metavar="U", type=at_least_0)
     # what a command filled in from the model's own [sampling] (bench/facts/defaults.py), said on the record
     defaults_from: str = option("", "defaults applied", group="execution", hidden=True)
     # the record's `attn_kernel` is what a measured run's kernels were (bench/run/worker.py): this is the request
@@ -155,8 +157,11 @@ class RunConfig:
         for name in ("frames", "spatial", "batch", "gpus", "iters", "sample_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.warmup < 0:
-            raise ValueError(f"warmup must be >= 0, got {self.warmup}")
+        for name in ("warmup", "seed", "repeat", "threads"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not self.timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0 seconds, got {self.timeout_s}")
         if self.sp != "auto" and (not isinstance(self.sp, int) or isinstance(self.sp, bool) or self.sp < 1):
             raise ValueError(f"sp must be a degree >= 1 or auto, got {self.sp!r}")
         if self.a2a not in A2A_STYLES:

@@ -14,6 +14,9 @@ def cmd_run(args) -> int:
     from dspbench.run.harness import run_config
     from dspbench.records.io import result_line
     cfg = config_from_args(args)
+    if args.hardware:   # a profile named is a profile that exists, before any rank starts
+        from dspbench.cost.hardware import load_profile
+        load_profile(args.hardware)
     path = Path(args.records_file) if args.records_file else default_records_file(args.out)
     rec = run_config(cfg, path, progress=not args.json and sys.stderr.isatty(), hardware=args.hardware,
                      outcome_prefix=getattr(args, "outcome_prefix", None))
@@ -103,8 +106,9 @@ def cmd_demo(args) -> int:
 
 def add_demo_args(p):
     p.add_argument("--out", default="results/demo", help="records directory")
-    p.add_argument("--world", type=int, default=4)
-    p.add_argument("--iters", type=int, default=5)
+    from dspbench.records.argtypes import count
+    p.add_argument("--world", type=count, default=4)
+    p.add_argument("--iters", type=count, default=5)
 
 
 COMMANDS = {
