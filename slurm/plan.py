@@ -83,6 +83,9 @@ def _config(spec: SweepSpec, grid: int, values: dict) -> RunConfig:
     try:
         cfg = RunConfig(**preset_defaults(values))
         validate(cfg)     # unknown methods and models included: a spec error, not `unsupported`
+        if "shard" not in values:   # as on the command line: the dim this SP degree pads least, said
+            from dspbench.facts.shard import with_chosen_shard
+            cfg = with_chosen_shard(cfg)
         if cfg.sp == "auto" and not spec.hardware:
             raise ValueError('sp="auto" needs [sweep] hardware = "PROFILE" (the memory model picks the degree)')
         cfg = _resolve_auto(cfg, spec.hardware)

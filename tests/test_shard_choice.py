@@ -78,3 +78,17 @@ def test_run_says_which_shard_it_chose_and_runs_it(tmp_path, capsys):
     assert "\nshard S (T 3 would pad to 4 at SP 2; S 16 divides)\n" in capsys.readouterr().out
     rec = json.loads((tmp_path / "r.jsonl").read_text())
     assert rec["status"] == "ok" and rec["shard"] == "S" and rec["padded_frames"] == 3 and rec["comm_formula_match"]
+
+
+def test_a_sweep_point_without_shard_takes_the_least_waste_and_a_given_one_stays(tmp_path):
+    from helpers import tiny_sweep, write_spec
+    from dspbench.slurm.plan import expand
+    from dspbench.slurm.spec import load_sweep
+    head = tiny_sweep().split("[fixed]")[0]
+    point = '[fixed]\nmodel = "full3d-1.3b"\nmode = "infer"\nmethod = "ring"\ngpus = 4\nsp = 4\nframes = 21\nspatial = 64\n'
+    path = write_spec(tmp_path, head + point + "[[grid]]\nseed = [0]\n")
+    [cfg] = expand(load_sweep(str(path)))
+    assert (cfg.shard, cfg.shard_auto) == ("S", "shard S (T 21 would pad to 24 at SP 4; S 64 divides)")
+    given = write_spec(tmp_path, head + point + '[[grid]]\nshard = ["T"]\n', "given.toml")
+    [cfg] = expand(load_sweep(str(given)))
+    assert (cfg.shard, cfg.shard_auto) == ("T", "")
