@@ -160,7 +160,7 @@ MALFORMED = {
     "--model-set": ["depth", "=2", "depth=two", "no_such_field=1", "depth=-1"],
     "--buckets": ["21", "21x", "0x1560", "21x1560:-1", "axb"],   # "" is no buckets
     "--sizes": ["64Q", "-4M", "0", "", "1,,2"],
-    "--ops": ["no_such_op", "", "all_to_all,bogus"],
+    "--ops": ["no_such_op", "all_to_all,bogus", ","],   # "": compute only (emulate's calibration)
     "--gemm-widths": ["x", "-1", "0", "1,,2"],
     "--methods": ["no_such_method", "dsp,no_such_method", ","],   # "": calibrate's and emulate's default
     "--method-sp": ["x", "0", "-2"],

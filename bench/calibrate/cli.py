@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from dspbench.calibrate.options import OPS, check_items
 from dspbench.records.argtypes import at_least_0, count, positive
 
 from dspbench.records.config import DTYPES
 
 DEFAULT_SIZES = "64K,512K,4M,16M"
-OPS = ("all_to_all", "all_gather", "reduce_scatter", "all_reduce", "send_recv")
 
 
 def add_calibrate_args(p: argparse.ArgumentParser) -> None:
@@ -117,22 +117,27 @@ def add_emulate_args(p: argparse.ArgumentParser) -> None:
                    help="behave as if namespaces could not be made (tests the clean exit)")
 
 
+def _tc_rate(text: str) -> float:
+    """A tc rate's number (200mbit -> 200); 0 for what is not one."""
+    import re
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(?:k|m|g)?bit", text)
+    return float(m.group(1)) if m else 0.0
+
+
 def check_emulate_args(args) -> None:
     """Every option's value before anything is built (or found impossible here): exit 2 naming it."""
-    import re
-    from dspbench.calibrate.command import _items
     from dspbench.calibrate.emulate import SETTINGS
     from dspbench.methods import available
     if args.rate is not None:
-        _items("--rate", args.rate, str.strip, lambda v: bool(re.fullmatch(r"0*[1-9]\d*(\.\d+)?(k|m|g)?bit", v)),
-               "tc rates > 0 (e.g. 200mbit, 1gbit)", empty_ok=False)
+        check_items("--rate", args.rate, str.strip, lambda v: _tc_rate(v) > 0,
+                    "tc rates > 0 (e.g. 200mbit, 1gbit)", empty_ok=False)
     octets = args.subnet.split(".")
     if len(octets) != 3 or not all(o.isdigit() and int(o) <= 255 for o in octets):
         raise ValueError(f"--subnet {args.subnet!r}: expected three octets 0-255 (e.g. 10.77.0)")
-    _items("--settings", args.settings, str.strip, lambda v: v in SETTINGS, "settings " + ", ".join(SETTINGS),
-           empty_ok=False)
+    check_items("--settings", args.settings, str.strip, lambda v: v in SETTINGS, "settings " + ", ".join(SETTINGS),
+                empty_ok=False)
     if args.methods is not None:
-        _items("--methods", args.methods, str.strip, lambda v: v in available(), "methods of `dspbench methods`")
+        check_items("--methods", args.methods, str.strip, lambda v: v in available(), "methods of `dspbench methods`")
 
 
 def cmd_emulate(args) -> int:

@@ -11,13 +11,13 @@ Fit per op: t = alpha * steps(op, n) + wire_bytes / busbw, least squares over th
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
 from pathlib import Path
 
 from dspbench.calibrate.profile import profile_dict, table
+from dspbench.calibrate import options
 from dspbench.calibrate.quality import assess, load, meaningless
 from dspbench.cost.hardware import dumps
 
@@ -58,11 +58,11 @@ def _memory_gb(world: int) -> float:
 def cmd_from_logs(args) -> int:
     """--from-nccl-tests: a profile from logs, no ranks started (bench/calibrate/from_logs.py)."""
     from dspbench.calibrate.from_logs import profile_from_logs
-    with named("--from-nccl-tests"):
+    with options.named("--from-nccl-tests"):
         prof, notes = profile_from_logs(args.from_nccl_tests, args.name, args.base)    # LogError: exit 2, nothing written
     if args.from_records:            # links from the logs, compute from the records
         from dspbench.calibrate.from_records import apply_records
-        with named("--from-records"):
+        with options.named("--from-records"):
             notes += apply_records(prof, args.from_records, args.force)
     for n in notes:
         print(f"dspbench calibrate: {n}", file=sys.stderr)
@@ -92,26 +92,17 @@ def method_list(text: str) -> list[str]:
     return [m.strip() for m in text.split(",") if m.strip()]
 
 
-@contextlib.contextmanager
-def named(flag: str):
-    """A bad input's reason (file:line: why) said of the option that named the file."""
-    try:
-        yield
-    except ValueError as e:
-        raise type(e)(f"{flag}: {e.args[0] if e.args else e}") from None
-
-
 def check_args(args) -> None:
     """Every option's value, whichever source the profile comes from (exit 2 naming the option)."""
-    from dspbench.calibrate.cli import OPS
+    from dspbench.calibrate.options import OPS, check_items
     from dspbench.methods import available
     from dspbench.models import get_config
-    _items("--sizes", args.sizes, parse_size, lambda v: v >= 1, "sizes >= 1 byte (K/M/G suffixes)", empty_ok=False)
-    _items("--ops", args.ops, str.strip, lambda v: v in OPS, "ops of " + ", ".join(OPS), empty_ok=False)
-    _items("--gemm-widths", args.gemm_widths, int, lambda v: v >= 1, "widths >= 1")
-    _items("--method-sp", args.method_sp, int, lambda v: v >= 1, "SP degrees >= 1")
+    check_items("--sizes", args.sizes, parse_size, lambda v: v >= 1, "sizes >= 1 byte (K/M/G suffixes)", empty_ok=False)
+    check_items("--ops", args.ops, str.strip, lambda v: v in OPS, "ops of " + ", ".join(OPS))   # "": compute only
+    check_items("--gemm-widths", args.gemm_widths, int, lambda v: v >= 1, "widths >= 1")
+    check_items("--method-sp", args.method_sp, int, lambda v: v >= 1, "SP degrees >= 1")
     if args.methods.strip() != "all":
-        _items("--methods", args.methods, str.strip, lambda v: v in available(), "methods of `dspbench methods`")
+        check_items("--methods", args.methods, str.strip, lambda v: v in available(), "methods of `dspbench methods`")
     try:
         get_config(args.model)
     except (KeyError, ValueError) as e:
@@ -122,22 +113,6 @@ def check_args(args) -> None:
             load_profile(args.base)
         except (KeyError, ValueError, OSError) as e:
             raise ValueError(f"--base: {e.args[0] if e.args else e}") from None
-
-
-def _items(flag: str, text: str, parse, ok, what: str, empty_ok: bool = True) -> None:
-    """A comma-separated option: each item parses and passes `ok`; none at all only where empty_ok."""
-    items = [t for t in text.split(",")]
-    if not text.strip():
-        if empty_ok:
-            return
-        raise ValueError(f"{flag}: empty; give comma-separated {what}")
-    for item in items:
-        try:
-            value = parse(item.strip()) if item.strip() else None
-        except (ValueError, KeyError):
-            value = None
-        if value is None or not ok(value):
-            raise ValueError(f"{flag} {text!r}: {item.strip()!r} is not one of the {what}")
 
 
 def cmd_calibrate(args) -> int:

@@ -195,7 +195,7 @@ def base_profile(args) -> dict:
 def cmd_from_records(args) -> int:
     """--from-records alone: the base profile with the records' compute terms (exit 2 on bad input,
     nothing written)."""
-    from dspbench.calibrate.command import named
+    from dspbench.calibrate.options import named
     with named("--from-records"):
         d = base_profile(args)         # the records' GPU picks it where --base is not given
         notes = apply_records(d, args.from_records, args.force)    # LogError (a ValueError): exit 2

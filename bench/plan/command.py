@@ -27,7 +27,8 @@ def request_of(args, profile: Profile) -> Request:
         raise ValueError(f"--top must be >= 1, got {args.top}")
     if args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
-    check_cluster(args.cluster)
+    if getattr(args, "cluster", None):   # plan's own flag (other callers build a request without it)
+        check_cluster(args.cluster)
     methods = all_methods() if args.methods == "all" else tuple(m.strip() for m in args.methods.split(",") if m.strip())
     if not methods:
         raise ValueError("--methods: give all or a comma-separated list of methods")
@@ -49,7 +50,7 @@ def check_cluster(name: str) -> None:
 
 def buckets_of(args) -> tuple:
     """`--buckets FILE`: the CSV sweeps read (resolution,frames,weight; records/buckets.py), or none."""
-    if not args.buckets:
+    if not getattr(args, "buckets", None):   # plan's own flag (other callers build a request without it)
         return ()
     from functools import partial
     from dspbench.facts.args import with_model_set
@@ -66,7 +67,8 @@ def buckets_of(args) -> tuple:
 
 def stacked(profile: Profile, args) -> Profile:
     """`--stack` replaces the profile's [stack]: the target's software, declared, never looked up here."""
-    return profile if args.stack is None else with_stack(profile, stacks.parse(args.stack))
+    stack = getattr(args, "stack", None)
+    return profile if stack is None else with_stack(profile, stacks.parse(stack))
 
 
 def grid_points(specs: list[str]) -> list[list[tuple[str, float]]]:
