@@ -262,7 +262,9 @@ def test_emitted_sweep_repeats_and_check_takes_every_repeat(tmp_path, capsys):
     assert [(x["repeats"], x["measured"], x["measured_min"], x["measured_max"]) for x in got["rows"]] == \
         [(3, 2.0, 1.0, 3.0), (3, 5.0, 4.0, 6.0)]
     assert got["rows"][0]["measured_comm_s"] == pytest.approx(0.01) and got["gap"] == pytest.approx(1.5)
-    assert main(["plan"] + argv[1:-2] + ["--repeats", "0"]) == 2
+    with pytest.raises(SystemExit) as refused:     # argparse's refusal of a count below 1 (records/argtypes.py)
+        main(["plan"] + argv[1:-2] + ["--repeats", "0"])
+    assert refused.value.code == 2
 
 
 def test_summary_recomputes_the_committed_validation_from_its_records(tmp_path, capsys):

@@ -154,14 +154,16 @@ def _buckets(tmp_path: Path, text: str) -> Path:
 def test_a_bucketed_plan_ranks_each_candidate_on_its_weighted_step(tmp_path):
     from dspbench.plan.build import plan as build
     f = _buckets(tmp_path, "resolution,frames,weight\n256x256,17,3\n256x384,33,1\n")
+    from functools import partial
+    from dspbench.models.registry import video_to_tokens
     from dspbench.records.buckets import read_bucket_file
-    buckets = tuple(read_bucket_file(f))
-    assert buckets == ((5, 256, 3.0), (9, 384, 1.0))
+    buckets = tuple(read_bucket_file(f, partial(video_to_tokens, "stdit-tiny")))   # its own VAE: frames kept
+    assert buckets == ((17, 256, 3.0), (33, 384, 1.0))
     base = RunConfig(model="stdit-tiny", gpus=4, mem_budget_mib=512)
     prof = load_profile("emulated-cpu")
     mix = build(Request(base, ("dsp", "ulysses", "ring"), buckets=buckets), prof)
-    assert mix["request"]["buckets"] == [[5, 256, 3.0], [9, 384, 1.0]]
-    assert "buckets 5x256:3, 9x384:1" in mix["workload"]
+    assert mix["request"]["buckets"] == [[17, 256, 3.0], [33, 384, 1.0]]
+    assert "buckets 17x256:3, 33x384:1" in mix["workload"]
     alone = [build(Request(replace(base, frames=t, spatial=s), ("dsp", "ulysses", "ring")), prof) for t, s, _ in buckets]
     scores = [r["score"] for r in mix["rows"]]
     assert scores == sorted(scores, reverse=True)
@@ -186,8 +188,8 @@ def test_a_bucketed_plan_writes_a_sweep_of_the_mix(tmp_path):
     p = _dspbench(PLAN + ["--methods", "dsp,ring", "--top", "2", "--buckets", str(f), "--emit-sweep", str(sweep)],
                   blocked=False)
     assert p.returncode == 0, p.stderr
-    assert "buckets = [[5, 256, 3.0], [9, 384, 1.0]]" in sweep.read_text()
-    assert "plan: stdit-tiny buckets 5x256:3, 9x384:1" in p.stdout
+    assert "buckets = [[17, 256, 3.0], [33, 384, 1.0]]" in sweep.read_text()
+    assert "plan: stdit-tiny buckets 17x256:3, 33x384:1" in p.stdout
 
 
 @pytest.mark.parametrize("text, words", [
