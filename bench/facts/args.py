@@ -97,7 +97,7 @@ def config_from_args(args) -> RunConfig:
     values.update(model_and_shape(model, [], values.get("frames"), values.get("spatial"), values.get("video", "")))
     if "shard" in vars(args) and args.shard is None:   # not given: the dim this SP degree pads least
         from dspbench.facts.shard import with_chosen_shard
-        return with_chosen_shard(RunConfig(**{**values, "shard": RunConfig.shard}))
+        return with_chosen_shard(RunConfig(**values))   # values hold no shard: RunConfig's T to start from
     return RunConfig(**values)
 
 

@@ -48,7 +48,7 @@ def sampling_defaults(model: str, given: dict) -> tuple[dict, list[str]]:
     out, notes = {}, []
     if not samp:
         return out, notes
-    if samp.get("video") and not any(given.get(k) for k in ("frames", "spatial", "video")):
+    if samp.get("video") and all(given.get(k) in (None, "") for k in ("frames", "spatial", "video")):
         out["video"] = samp["video"]
         notes.append(f"video {samp['video']}")
     if "steps" in samp and given.get("sample_steps") is None:
