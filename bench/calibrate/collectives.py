@@ -215,6 +215,9 @@ def calibrate_rank(opts: dict) -> dict | None:
     if smaller:
         compute["small"] = bench_compute(*smaller, opts["compute_iters"], device, opts.get("depth", 0))
     gemm = bench_gemm(opts.get("gemm_widths", ()), comm.world_size(), opts["dtype"], device) if ops else {}
+    # a CPU's per-kernel costs, what the cost model prices every method's traced kernels with (calibrate/kernels.py)
+    from dspbench.calibrate.kernels import bench_kernels
+    kernels = bench_kernels(opts["model"], opts["dtype"], device, opts["compute_iters"]) if device.type == "cpu" else None
     # the reference code's all-to-all beside ours: what `predict --a2a list` adds (calibrate/a2a_style.py)
     from dspbench.calibrate.a2a_style import bench_a2a_styles
     a2a_styles = (bench_a2a_styles(opts["sizes"], opts["iters"], opts["warmup"], device)
@@ -228,7 +231,7 @@ def calibrate_rank(opts: dict) -> dict | None:
         return None
     slowest = min(facts, key=lambda f: f["compute"]["flops_per_s"])["compute"]
     return {"collectives": rows, "overlap": overlap, "compute": slowest, "gemm": gemm, "world": comm.world_size(),
-            "methods": methods, "a2a_styles": a2a_styles, "ranks": [f["rank"] for f in facts]}
+            "methods": methods, "a2a_styles": a2a_styles, "kernels": kernels, "ranks": [f["rank"] for f in facts]}
 
 
 def _rank_facts(device) -> dict:

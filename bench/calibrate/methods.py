@@ -100,4 +100,13 @@ def add_method_overheads(prof: dict, measured: dict, opts: dict) -> None:
                 f"median step {got['step_s'] * 1e3:.1f} ms of {len(got['step_times_s'])} over "
                 f"{len(got.get('round_step_s', [0]))} round(s), minus this "
                 f"profile's prediction of that step {pred * 1e3:.1f} ms")
+    if profile.kernels:   # mechanism prices the methods (cost/cpu_kernels.py): the residual is reported, not applied
+        cal = prof.setdefault("calibration", {})
+        cal["method_residual_share"] = {sp: {m: v / measured[sp][m]["step_s"] for m, v in per.items()}
+                                        for sp, per in over.items()}
+        for key in [k for k in src if k.startswith("compute.method_overhead_s.")]:
+            src[key.replace("compute.method_overhead_s.", "calibration.method_residual_share.")] = (
+                src.pop(key).replace("minus this profile's prediction", "against this profile's prediction")
+                + ": (measured - predicted) / measured, reported, not applied")
+        return
     comp["method_overhead_s"] = over

@@ -111,6 +111,7 @@ def profile_dict(name: str, result: dict, gpus_per_node: int, device: str, memor
         "kind": "calibrated", "device": dev,
         "compute": {**_compute(comp), "optimizer_Bps": comp["optimizer_Bps"], **_gemm(result), **_a2a_list(result)},
         "link": links,
+        **_kernels(result),
         "overlap": {"ring": _overlap_value(result)},
         **_quality(result),
         "sources": {**link_src,
@@ -118,6 +119,7 @@ def profile_dict(name: str, result: dict, gpus_per_node: int, device: str, memor
                     "compute": _compute_source(where, comp),
                     "device.memory_gb": "host memory / ranks (os.sysconf)",
                     "overlap.ring": _overlap_source(where, result.get("overlap")),
+                    **_kernels_source(where, result),
                     **_a2a_list_source(where, result)},
     }
 
@@ -134,7 +136,9 @@ def _on_base(name: str, result: dict, base: str) -> dict:
     c.update(_gemm(result))
     c.update(_a2a_list(result))
     d.update(_quality(result))
+    d.update(_kernels(result))
     src = d.setdefault("sources", {})
+    src.update(_kernels_source(where, result))
     src.update(_a2a_list_source(where, result))
     src[f"compute.flops_per_s.{comp['dtype']}"] = _compute_source(where, comp)
     src["compute.optimizer_Bps"] = f"{where}: AdamW step of {comp['params']} parameters"
@@ -173,6 +177,28 @@ def _gemm(result: dict) -> dict:
     """GEMM FLOP/s by width and tensor-parallel degree (bench/calibrate/gemm.py), when measured."""
     g = result.get("gemm")
     return {"gemm_flops_per_s": dict(g), "gemm_dtype": result["compute"]["dtype"]} if g else {}
+
+
+def _kernels(result: dict) -> dict:
+    """[kernels]: a CPU's per-kernel costs (bench/calibrate/kernels.py), when measured."""
+    k = result.get("kernels")
+    if not k:
+        return {}
+    keep = ("s_per_kernel", "s_per_gemm_flop", "s_per_attn_flop", "s_per_byte", "s_per_kernel_infer")
+    return {"kernels": {t: k[t] for t in keep}}
+
+
+def _kernels_source(where: str, result: dict) -> dict:
+    k = result.get("kernels")
+    if not k:
+        return {}
+    rows = "; ".join(f"{r['name']}: {r['seconds'] * 1e3:.3g} ms" for r in k["rows"])
+    worst = max(abs(e) for e in k["residuals"])
+    return {"kernels": f"{where}: one least-squares solve (relative residuals, worst {worst:.0%}) of "
+                       f"t = kernels x s_per_kernel + GEMM FLOPs x s_per_gemm_flop + attention FLOPs x "
+                       f"s_per_attn_flop + bytes x s_per_byte over {len(k['rows']) - 1} benchmarks, each "
+                       f"counted by the cost model's own trace, all ranks at once (slowest rank): {rows}; "
+                       "s_per_kernel_infer: the no-grad forward less its work, per kernel"}
 
 
 def _a2a_list(result: dict) -> dict:

@@ -111,6 +111,7 @@ class Profile:
     sku: str = ""                 # [device] sku: the devices.toml key, and the kernel rate table's (cost/rates/)
     compute_scale: float = 1.0    # the interval's compute knob on kernel-priced profiles (cost/interval.py at)
     host: dict = field(default_factory=dict)   # [host]: eager host seconds per kernel and per call, compiled share
+    kernels: dict = field(default_factory=dict)  # [kernels]: a CPU's per-kernel costs (calibrate/kernels.py, cost/cpu_kernels.py)
     stack: tuple = DEFAULT_STACK  # [stack] packages: what the target can import (methods/stack.py)
     stack_source: str = ""        # who declared it: the profile's [stack], --stack, or the default
     sources: dict = field(default_factory=dict)
@@ -239,8 +240,27 @@ def from_dict(d: dict) -> Profile:
         gemm_flops_per_s=dict(comp.get("gemm_flops_per_s", {})), gemm_dtype=comp.get("gemm_dtype", ""),
         calibration=dict(d.get("calibration", {})), curve=dict(comp.get("curve", {})),
         conv_peak_fraction=_fraction_or_none(comp.get("conv_peak_fraction")),
-        sku=str(dev.get("sku", "")), host=dict(d.get("host", {})), stack=stack, stack_source=stack_source,
+        sku=str(dev.get("sku", "")), host=dict(d.get("host", {})), kernels=_kernels(d), stack=stack, stack_source=stack_source,
         sources=dict(d.get("sources", {})), raw=d)
+
+
+KERNEL_TERMS = ("s_per_kernel", "s_per_gemm_flop", "s_per_attn_flop", "s_per_byte")
+
+
+def _kernels(d: dict) -> dict:
+    """[kernels] with every term a number > 0 (a missing or zero term would price kernels free)."""
+    k = d.get("kernels", {})
+    if not k:
+        return {}
+    bad = [t for t in KERNEL_TERMS if not isinstance(k.get(t), (int, float)) or not k[t] > 0]
+    if bad:
+        raise ValueError(f"[kernels] needs {', '.join(KERNEL_TERMS)} each > 0; bad or missing: {', '.join(bad)}")
+    return {t: float(v) for t, v in k.items() if isinstance(v, (int, float))}
+
+
+def prices_cpu_kernels(profile: "Profile") -> bool:
+    """A profile with [kernels] (a calibrated CPU) prices compute kernel by kernel (cost/cpu_kernels.py)."""
+    return bool(profile.kernels)
 
 
 def method_overheads_by_sp(comp: dict) -> dict[int, dict[str, float]]:
@@ -338,7 +358,7 @@ def dumps(d: dict, comment: str = "") -> str:
 
 def _is_table(k: str, v: dict) -> bool:
     # Small maps of numbers (per-op or per-dtype values) stay inline; sections become tables.
-    return k in ("device", "compute", "link", "intra", "inter", "span", "overlap", "sources", "calibration", "curve", "host",
+    return k in ("device", "compute", "link", "intra", "inter", "span", "overlap", "sources", "calibration", "curve", "host", "kernels",
                  "stack")
 
 

@@ -10,6 +10,10 @@
   loads neither (synthetic caption features and latents), so CPU profiles leave them out.
 - compute: analytic FLOPs (models/params.py; train = 3x forward, 4x with checkpointing) of this
   rank's 1/sp of the micro-batch, at the profile's achievable FLOP/s for the dtype.
+- compute on a CPU profile with [kernels] (calibrated since issue 41): the rank's traced kernels,
+  each at its measured dispatch and FLOP or byte cost (bench/cost/cpu_kernels.py); what a method
+  adds (permutes, chunk pairs, merges, padding) is counted, and no fitted per-module or per-method
+  term applies. Older calibrated profiles keep the terms below.
 - dispatch (calibrated profiles): module_overhead_s x the model's modules per forward+backward,
   per rank whatever its shard (a small model on a CPU spends much of a step dispatching ops).
 - optimizer (train): AdamW is a memory-bound pass over this rank's optimizer share
@@ -33,7 +37,7 @@ from dspbench.records.config import RunConfig, flops_factors
 from dspbench.cost.comm import engine_ops, plan_times, plan_wire
 from dspbench.cost.curve import device_seconds, forward_costs, from_table
 from dspbench.cost.memory import memory, opt_state_bytes
-from dspbench.cost.hardware import Profile, on_gpu, prices_by_kernel
+from dspbench.cost.hardware import Profile, on_gpu, prices_by_kernel, prices_cpu_kernels
 from dspbench.methods import Dims, get_method
 from dspbench.methods.spec import cfg_exchange_op
 from dspbench.models.dtypes import dtype_size
@@ -135,6 +139,9 @@ def compute_seconds(cfg: RunConfig, mcfg, spec, sp: int, profile: Profile, compi
     curve (bench/cost/curve.py), at the rate for this rank's GEMM and attention sizes, and no less
     than the host's time to issue the kernels (eager launches are asynchronous: the larger wins).
     T, S: the grid every rank computes on (padded where the method pads, methods/padding.py)."""
+    if prices_cpu_kernels(profile):   # a calibrated CPU: the rank's own kernels at its measured costs
+        from dspbench.cost.cpu_kernels import cpu_compute
+        return cpu_compute(cfg, profile).seconds    # mechanism only: no fitted module or method term
     if prices_by_kernel(profile):   # a GPU datasheet profile: the rank's own kernels at the GPU's rates
         from dspbench.cost.gpu_compute import gpu_compute
         compute = gpu_compute(cfg, profile, compiled).seconds   # the trace pads as the method does

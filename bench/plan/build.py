@@ -58,6 +58,10 @@ def plan(request: Request, profile: Profile) -> dict:
 
 def method_terms(profile: Profile, mode: str) -> str:
     """Which rows carry each method's own calibrated step residual (bench/calibrate/methods.py)."""
+    if profile.kernels:
+        return ("none: every method priced from its traced kernels at the profile's measured [kernels] costs "
+                "and its collectives per call (bench/cost/cpu_kernels.py); a calibrated residual is reported in "
+                "[calibration], not applied")
     if mode != "train":
         return "none: each method's own term is calibrated on training steps, and this is " + mode
     if not profile.method_overhead_s:

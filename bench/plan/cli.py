@@ -51,6 +51,9 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
                    help="plan at each value (repeatable: the product) and print the crossover table")
     o = p.add_argument_group("output (written only when the plan succeeds)")
     o.add_argument("--json", action="store_true", help="print the plan as one JSON document on stdout")
+    o.add_argument("--explain", action="store_true",
+                   help="under each row shown: what its step counted, kernels per kind and collectives per op "
+                        "(calls and ms; every row's `mechanism_costs` in --json)")
     o.add_argument("--emit-sweep", default=None, metavar="FILE.toml",
                    help="write a sweep spec measuring the top K and each method's best")
     o.add_argument("--cluster", default="local", help="the emitted sweep's cluster profile (slurm/clusters/)")

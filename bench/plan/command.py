@@ -157,7 +157,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(doc, sort_keys=True, default=str))
         return 0
-    print(render(doc, args.top))
+    print(render(doc, args.top, getattr(args, "explain", False)))
     for line in extra_lines(doc, args):
         print(line)
     return 0

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 from dspbench.cost.hardware import Profile
 from dspbench.cost.interval import shared_corners, with_assumed_spread
+from dspbench.cost.mechanism import explain
 from dspbench.cost.model import predict
 from dspbench.cost.predict import throughput, why_unsupported
 from dspbench.plan.twins import mechanism
@@ -58,7 +59,9 @@ def price(cfg: RunConfig, pricer: Pricer) -> dict:
             "samples_per_s": rates["samples_per_s"], "mfu": rates["mfu"],
             "compute_s": p.compute_s, "optimizer_s": p.optimizer_s, "comm_s": comm,
             "exposed_comm_s": p.comm_total_s, "comm_share": comm / p.step_s if p.step_s else 0.0,
-            "comm_wire_bytes": sum(p.comm_wire.values()), "mechanism": mechanism(cfg, p)}
+            "comm_wire_bytes": sum(p.comm_wire.values()), "mechanism": mechanism(cfg, p),
+            # what the step counted, per kernel kind and per collective (plan --explain)
+            "mechanism_costs": explain(cfg, pricer.profile, p)}
 
 
 def price_mix(cfg: RunConfig, pricer: Pricer, buckets: tuple) -> dict:

@@ -1,6 +1,8 @@
 """The plan as text: the verdict, the ranked table (top K), each method's best, what was pruned."""
 from __future__ import annotations
 
+from dspbench.cost.mechanism import text
+
 GIB = 2**30
 
 
@@ -44,7 +46,7 @@ def stack_line(doc: dict) -> str:
     return f"stack: {', '.join(st['packages']) or 'none (torch only)'} ({st['declared_by']})"
 
 
-def render(doc: dict, top: int) -> str:
+def render(doc: dict, top: int, explain: bool = False) -> str:
     rows = doc["rows"]
     lines = [f"plan: {doc['workload']} on {doc['request']['gpus']} x {doc['hardware']} "
              f"({doc['gpus_per_node']} per node); every number is predicted (cost model)",
@@ -56,9 +58,11 @@ def render(doc: dict, top: int) -> str:
              f"ranked {len(rows)} of {doc['candidates']} candidates (top {min(top, len(rows))}; "
              "tie: its interval overlaps the best's; GiB/rank: predicted peak / usable; comm: share of the step):",
              header(doc)]
-    lines += [row_line(r, doc) for r in rows[:top]]
+    def shown(r):
+        return [row_line(r, doc)] + (text(r["mechanism_costs"]) if explain and r.get("mechanism_costs") else [])
+    lines += [x for r in rows[:top] for x in shown(r)]
     lines += ["", "best per method:", header(doc)]
-    lines += [row_line(rows[i - 1], doc) for i in sorted(set(doc["best_per_method"].values()))]
+    lines += [x for i in sorted(set(doc["best_per_method"].values())) for x in shown(rows[i - 1])]
     lines += ["", f"pruned {len(doc['pruned'])} candidates:"]
     for m, reasons in doc["pruned_reasons"].items():
         lines += [f"  {m}: {why}" for why in reasons]

@@ -1,0 +1,156 @@
+"""Issue 41 item 1: a calibrated CPU prices each method from what it does, counted (its traced
+kernels at measured per-kernel costs, its collectives per call), with no fitted per-method term."""
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dspbench.calibrate.kernels import UNKNOWNS, bench_kernels, counts, solve
+from dspbench.cost.cpu_kernels import cpu_compute
+from dspbench.cost.gpu_compute import trace_key
+from dspbench.cost.hardware import from_dict, load_profile
+from dspbench.cost.mechanism import explain
+from dspbench.cost.model import predict
+from dspbench.cost.rank_trace import rank_kernels
+from dspbench.records.config import RunConfig
+
+KERNELS = {"s_per_kernel": 2e-5, "s_per_gemm_flop": 3e-11, "s_per_attn_flop": 4e-11, "s_per_byte": 2e-10,
+           "s_per_kernel_infer": 1e-5}
+BASE = "results/plan-validation/rounds/profile-200mbit/tiers-profile.toml"
+
+
+def profile(kernels=KERNELS, **raw_changes):
+    raw = copy.deepcopy(load_profile(BASE).raw)
+    raw["kernels"] = dict(kernels)
+    raw.update(raw_changes)
+    return from_dict(raw)
+
+
+def cfg(method, **kw):
+    base = dict(method=method, model="stdit-tiny", frames=16, spatial=256, sp=2, gpus=4, mode="train")
+    return RunConfig(**{**base, **kw})
+
+
+def test_a_linear_is_counted_as_the_cost_model_counts_it():
+    x = torch.randn(64, 32, requires_grad=True)
+    w = torch.randn(128, 32, requires_grad=True)
+    c = counts(lambda: F.linear(x, w).sum().backward())
+    # forward x @ w.T and the two backward GEMMs (grad x, grad w): 3 x 2mnk
+    assert c["gemm_flops"] == 3 * 2 * 64 * 128 * 32
+    assert c["attn_flops"] == 0 and c["kernels"] >= 3 and c["mem_bytes"] > 0
+
+
+def test_the_solve_recovers_known_costs_from_rows_they_generated():
+    truth = dict(zip(UNKNOWNS, (3e-5, 2e-11, 5e-11, 1e-10)))
+    shapes = [(300, 5e6, 1e5, 4e5), (7, 1e8, 0, 2e6), (7, 4e8, 0, 8e6), (7, 0, 6e7, 7e5), (7, 0, 9e8, 3e6),
+              (10, 0, 0, 2e7)]
+    rows = [{"kernels": k, "gemm_flops": g, "attn_flops": a, "mem_bytes": b,
+             "seconds": k * truth["s_per_kernel"] + g * truth["s_per_gemm_flop"] + a * truth["s_per_attn_flop"]
+             + b * truth["s_per_byte"]} for k, g, a, b in shapes]
+    got = solve(rows)
+    for name, value in truth.items():
+        assert got[name] == pytest.approx(value, rel=1e-6), name
+    assert max(abs(r) for r in got["residuals"]) < 1e-9
+
+
+def test_compute_is_the_sum_of_the_ranks_traced_kernels_at_their_costs():
+    p, c = profile(), cfg("ring")
+    rk = rank_kernels(trace_key(c))
+    by_hand = 0.0
+    for k, n in rk.items():
+        work = (k.flops * KERNELS["s_per_gemm_flop"] if k.kind in ("gemm", "conv") else
+                k.flops * KERNELS["s_per_attn_flop"] if k.kind == "attention" else k.bytes * KERNELS["s_per_byte"])
+        by_hand += n * (KERNELS["s_per_kernel"] + work)
+    by_hand += sum(n for _, n in rk.collectives) * KERNELS["s_per_kernel"]
+    assert cpu_compute(c, p).seconds == pytest.approx(by_hand, rel=1e-12)
+    assert predict(c, p).compute_s == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_what_a_method_adds_is_priced_from_its_own_kernels():
+    p = profile()
+    seconds = {m: cpu_compute(cfg(m), p) for m in ("dsp", "ulysses", "ulysses_all", "ring")}
+    # Ulysses switches at every attention (DSP only between the two attentions), and ulysses_all
+    # moves every tensor of the block: more permutes and copies, counted
+    mem = {m: c.classes["memory"]["calls"] for m, c in seconds.items()}
+    assert mem["dsp"] < mem["ulysses"] < mem["ulysses_all"]
+    assert seconds["dsp"].seconds < seconds["ulysses"].seconds < seconds["ulysses_all"].seconds
+    # the ring runs its chunk pairs: more attention kernels than the one-shot methods, each shorter
+    assert seconds["ring"].classes["attention"]["calls"] > seconds["dsp"].classes["attention"]["calls"]
+
+
+def test_no_fitted_method_term_applies_once_kernels_are_measured():
+    p = profile()
+    raw = copy.deepcopy(p.raw)
+    raw["compute"]["method_overhead_s"] = {"2": {"dsp": 5.0}}
+    raw["compute"]["module_overhead_s"] = 1.0
+    fitted = from_dict(raw)
+    assert predict(cfg("dsp"), fitted).step_s == pytest.approx(predict(cfg("dsp"), p).step_s, rel=1e-12)
+    assert explain(cfg("dsp"), fitted, predict(cfg("dsp"), fitted))["fitted_s"] == 0.0
+
+
+def test_inference_dispatches_at_its_own_per_kernel_cost():
+    p = profile()
+    slow = profile({**KERNELS, "s_per_kernel_infer": 1e-3})
+    a, b = cpu_compute(cfg("dsp", mode="infer"), p), cpu_compute(cfg("dsp", mode="infer"), slow)
+    kernels = rank_kernels(trace_key(cfg("dsp", mode="infer"))).count
+    assert b.seconds - a.seconds >= kernels * (1e-3 - 1e-5) * (1 - 1e-9)
+
+
+def test_the_explanation_counts_each_collective_and_kernel_kind():
+    p = profile()
+    c = cfg("ulysses")
+    m = explain(c, p, predict(c, p))
+    assert m["collectives"]["all_to_all.fwd"]["calls"] == 8     # 4 per attention x 2 attentions (stdit: spatial, temporal)
+    assert m["collectives"]["all_to_all.fwd"]["seconds"] > 0
+    assert sum(d["seconds"] for d in m["kernels"].values()) == pytest.approx(predict(c, p).compute_s, rel=1e-9)
+
+
+@pytest.mark.parametrize("bad", [{"s_per_byte": 0.0}, {"s_per_kernel": -1.0}, {"s_per_attn_flop": "fast"}])
+def test_a_kernels_table_missing_or_with_a_non_positive_term_is_refused(bad):
+    terms = {**KERNELS, **bad}
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        profile(terms)
+    partial = {k: v for k, v in KERNELS.items() if k != "s_per_gemm_flop"}
+    with pytest.raises(ValueError, match="s_per_gemm_flop"):
+        profile(partial)
+
+
+def test_the_rank_side_benchmark_measures_four_positive_costs_that_explain_its_rows():
+    torch.set_num_threads(1)
+    got = bench_kernels("stdit-tiny", "fp32", torch.device("cpu"), iters=3)
+    assert all(got[k] > 0 and math.isfinite(got[k]) for k in UNKNOWNS + ("s_per_kernel_infer",))
+    assert len(got["rows"]) == len(got["residuals"]) + 1      # the no-grad row is not in the solve
+    # a dispatch cost of microseconds, a rate of GFLOP/s and a bandwidth of GB/s: a CPU
+    assert 1e-7 < got["s_per_kernel"] < 1e-3
+    assert 1e8 < 1 / got["s_per_gemm_flop"] < 1e13 and 1e8 < 1 / got["s_per_byte"] < 1e12
+
+
+def test_calibrated_method_steps_are_reported_as_residual_shares_not_applied():
+    from dspbench.calibrate.methods import add_method_overheads
+    prof = copy.deepcopy(profile().raw)
+    prof["compute"].pop("method_overhead_s", None)
+    prof["sources"] = {}
+    c = cfg("dsp")
+    predicted = predict(c, from_dict(prof)).step_s
+    add_method_overheads(prof, {"2": {"dsp": {"step_s": predicted * 1.25, "step_times_s": [predicted * 1.25],
+                                              "config": c.to_dict()}}}, {})
+    assert "method_overhead_s" not in prof["compute"]
+    assert prof["calibration"]["method_residual_share"]["2"]["dsp"] == pytest.approx(0.2)
+    assert "reported, not applied" in prof["sources"]["calibration.method_residual_share.2.dsp"]
+    assert predict(c, from_dict(prof)).step_s == pytest.approx(predicted)
+
+
+def test_the_plan_says_no_method_term_applies_and_explains_each_row(tmp_path, capsys):
+    from dspbench.cli import main
+    from dspbench.cost.hardware import dumps
+    path = tmp_path / "k.toml"
+    path.write_text(dumps(profile().raw))
+    assert main(["plan", "--model", "stdit3-tiny", "--frames", "8", "--spatial", "64", "--gpus", "4",
+                 "--hardware", str(path), "--methods", "dsp,ulysses", "--top", "2", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "method terms: none: every method priced from its traced kernels" in out
+    assert "kernels memory" in out and "all_to_all.fwd" in out
