@@ -4,7 +4,9 @@
 # written to OUT/profile-RATE/), then for each held-out shape T:S of stdit-tiny: `plan --top 3
 # --emit-sweep --repeats 3`, the emitted sweep on SLURM, a wait for its jobs, `plan.check`; the cluster
 # down at the end. Nothing is fit: the profile is measured once, before any shape runs.
-#   [ITERS=N] [REPEATS=R] bash results/plan-validation/rerun.sh RATE OUT T:S [T:S ...]   e.g. 200mbit results/plan-validation/quiet 32:64 4:512
+#   [ITERS=N] [REPEATS=R] [SP_ONLY=1] bash results/plan-validation/rerun.sh RATE OUT [MODEL:]T:S ...   e.g. 200mbit results/plan-validation/quiet 32:64 stdit3-tiny:4:512
+# MODEL: the shape's model (default stdit-tiny, the calibration's model whatever the shapes' are).
+# SP_ONLY=1: plan every method but `single`, so every row is sequence-parallel (SP >= 2): the plan must choose between methods.
 # ITERS: timed steps per configuration (default 5, run's default); other than 5 it names the folders -i<N>.
 # REPEATS: measurements of each configuration (default 3); other than 3 it names the folders -r<R>.
 # A profile already in OUT/profile-RATE/ is reused (one calibration per rate), never re-measured.
@@ -21,6 +23,7 @@ REPEATS=${REPEATS:-3}
 METHOD_SP=${METHOD_SP:-2,4}
 METHOD_ITERS=${METHOD_ITERS:-$ITERS}
 METHOD_REPEATS=${METHOD_REPEATS:-1}
+SP_ONLY=${SP_ONLY:-0}
 PY=$PWD/.venv/bin/python
 CLUSTER="bash slurm/local_cluster.sh"
 PROFILE=$OUT/profile-$RATE/tiers-profile.toml
@@ -42,11 +45,19 @@ if [[ ! -f $PROFILE ]]; then
       stamp "calibrated"; } 2>&1 | tee "$OUT/profile-$RATE/calibrate.log"
 fi
 
+METHODS=all
+# every method the profile's declared stack runs (a method it cannot run is plan's exit 2), but `single`
+((SP_ONLY)) && METHODS=$("$PY" -c "
+from dspbench.cost.hardware import load_profile; from dspbench.methods import available, get_method
+from dspbench.methods.stack import missing_from
+stack = load_profile('$PROFILE').stack
+print(','.join(m for m in available() if m != 'single' and not missing_from(get_method(m).requires, stack)))")
 for shape in "$@"; do
+    MODEL=stdit-tiny; [[ $shape == *:*:* ]] && { MODEL=${shape%%:*}; shape=${shape#*:}; }
     T=${shape%%:*}; S=${shape##*:}
-    P=$OUT/$RATE-stdit-tiny-T$T-S$S$( ((ITERS == 5)) || echo "-i$ITERS")$( ((REPEATS == 3)) || echo "-r$REPEATS")
+    P=$OUT/$RATE-$MODEL-T$T-S$S$( ((ITERS == 5)) || echo "-i$ITERS")$( ((REPEATS == 3)) || echo "-r$REPEATS")
     mkdir -p "$P"
-    "$PY" -m dspbench.cli plan --model stdit-tiny --frames "$T" --spatial "$S" --mode train --gpus 4 \
+    "$PY" -m dspbench.cli plan --model "$MODEL" --frames "$T" --spatial "$S" --mode train --gpus 4 --methods "$METHODS" \
         --hardware "$PROFILE" --top 3 --emit-sweep "$P/sweep.toml" --cluster local_multinode --repeats "$REPEATS" \
         --iters "$ITERS" --json > "$P/plan.json"
     { stamp start
