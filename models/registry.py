@@ -11,7 +11,8 @@ the rank command lines:
 A model file's tables: [model] the ModelConfig fields; [vae] its compression (time, height, width;
 causal: 1 + (F - 1) / time latent frames) and optionally its decoder (channels, layers_per_block,
 latent_channels, mid_attention: what the cost model prices the decode by); [published] params and source; [sampling] video
-("FxHxW"), steps, guidance (cfg | distilled), text_encoder; [notes] simplifies. Unknown tables or
+("FxHxW"), steps, guidance (cfg | distilled), text_encoder, and how its pipeline decodes (decode,
+decode_tile, decode_stride, decode_extra_frames, decode_source: bench/cost/pipeline.py); [notes] simplifies. Unknown tables or
 fields, missing ones and bad values are ValueErrors naming the file and the field (exit 2).
 """
 from __future__ import annotations
@@ -29,7 +30,9 @@ _REQUIRED = {"model": {"layout", "depth", "hidden", "heads"}, "vae": {"time", "h
              "published": {"params", "source"}}
 _DECODER = {"channels", "layers_per_block", "latent_channels", "mid_attention"}   # [vae], optional: its decoder
 _ALLOWED = {"vae": {"time", "height", "width", "causal"} | _DECODER, "published": {"params", "source"},
-            "sampling": {"video", "steps", "guidance", "text_encoder"}, "notes": {"simplifies"}}
+            "sampling": {"video", "steps", "guidance", "text_encoder", "decode", "decode_tile", "decode_stride",
+                         "decode_extra_frames", "decode_source"}, "notes": {"simplifies"}}
+DECODES = ("single", "tiled", "patch_parallel")
 
 
 @dataclass(frozen=True)
@@ -197,7 +200,35 @@ def load_file(path: Path, name: str) -> ModelEntry:
         parse_video(samp["video"])
     if samp.get("guidance", "cfg") not in ("cfg", "distilled"):
         raise ValueError(f"{where}: [sampling] guidance must be cfg or distilled, got {samp['guidance']!r}")
+    _check_decode(samp, where)
     return ModelEntry(name, cfg, VAE(**v), dict(pub), dict(samp), dict(d.get("notes", {})), where)
+
+
+def _check_decode(samp: dict, where: str) -> None:
+    """[sampling] decode (single | tiled | patch_parallel) with its source; a tiling is decode_tile and
+    decode_stride, each [frames, rows, columns] of latents (a tile 0: that dim not tiled; a stride in
+    1..tile where tiled), and decode_extra_frames >= 0."""
+    keys = {"decode", "decode_tile", "decode_stride", "decode_extra_frames", "decode_source"} & set(samp)
+    if not keys:
+        return
+    if samp.get("decode") not in DECODES or not str(samp.get("decode_source", "")).strip():
+        raise ValueError(f"{where}: [sampling] decode must be one of {', '.join(DECODES)}, with a non-empty "
+                         f"decode_source (where the pipeline's decode is stated), got {samp.get('decode')!r}")
+    tiled = {"decode_tile", "decode_stride"} & set(samp)
+    if tiled and (samp["decode"] != "tiled" or len(tiled) < 2):
+        raise ValueError(f"{where}: [sampling] decode_tile and decode_stride go together, with decode = \"tiled\"")
+    if not tiled:
+        return
+    tile, stride = samp["decode_tile"], samp["decode_stride"]
+    ints = lambda xs: isinstance(xs, list) and len(xs) == 3 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                                   and x >= 0 for x in xs)
+    if not ints(tile) or not ints(stride) or any((t > 0) != (1 <= st <= t) for t, st in zip(tile, stride)):
+        raise ValueError(f"{where}: [sampling] decode_tile and decode_stride must be [frames, rows, columns] of "
+                         f"integers >= 0, each stride in 1..tile where the tile is > 0 (0 where it is 0); got "
+                         f"{tile!r} and {stride!r}")
+    extra = samp.get("decode_extra_frames", 0)
+    if not isinstance(extra, int) or isinstance(extra, bool) or extra < 0:
+        raise ValueError(f"{where}: [sampling] decode_extra_frames must be an integer >= 0, got {extra!r}")
 
 
 def _decoder(v: dict, where: str) -> dict:

@@ -18,6 +18,7 @@ bound memory, and costs the overlap's extra work (`tiled_flops`).
 from __future__ import annotations
 
 import functools
+from collections import Counter
 
 from dataclasses import dataclass
 
@@ -180,6 +181,7 @@ def decoder_params(cfg: VAEConfig) -> int:
         return sum(p.numel() for p in VAEDecoder(cfg).parameters())
 
 
+@functools.lru_cache(maxsize=256)
 def decoder_flops(cfg: VAEConfig, T: int, H: int, W: int) -> int:
     """Forward FLOPs (multiply-add = 2) of decoding one T x H' x W' latent, by walking the layers'
     output sizes with torch's shape rules on the meta device (exact for every convolution, linear and
@@ -237,3 +239,39 @@ def tiled_flops(cfg: VAEConfig, T: int, H: int, W: int, tile: int, overlap: int)
     """FLOPs of decode_tiled: every tile decoded whole (the overlaps twice)."""
     return sum(decoder_flops(cfg, T, h1 - h0, w1 - w0)
                for h0, h1 in tile_spans(H, tile, overlap) for w0, w1 in tile_spans(W, tile, overlap))
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """A pipeline's tiled decode in latent units, as diffusers' tiled decoders walk it: along each dim
+    (frames, rows, columns) windows start every `stride` and span `tile` (the last ones cut at the
+    edge); a dim is tiled only when the latents exceed its tile (0: never tiled). Each window is
+    decoded on its own, so the overlaps are decoded twice. `extra_frames`: each temporal window is
+    that many latent frames longer (HunyuanVideo's causal decoder re-decodes one frame of the window
+    before it and drops its output). A decoder that carries a causal cache from one frame batch to the
+    next (CogVideoX, Wan) recomputes nothing along time: its frames are not tiled here."""
+    tile: tuple = (0, 32, 32)
+    stride: tuple = (0, 24, 24)
+    extra_frames: int = 0
+    source: str = ("dspbench's default tiling: spatial tiles of 32 latent rows and columns at stride 24 "
+                   "(diffusers' 256-pixel tiles at 192 through an 8x VAE), frames not tiled")
+
+
+def _windows(n: int, tile: int, stride: int, extra: int = 0) -> list[tuple[int, int]]:
+    return [(i, min(i + tile + extra, n)) for i in range(0, n, stride)]
+
+
+def tile_shapes(T: int, H: int, W: int, tiling: Tiling) -> list[tuple[int, int, int]]:
+    """(frames, rows, columns) of every decoder call of a tiled decode of T x H' x W' latents."""
+    (tt, th, tw), (st, sh, sw) = tiling.tile, tiling.stride
+    times = _windows(T, tt, st, tiling.extra_frames) if tt and T > tt else [(0, T)]
+    spatial = (th and H > th) or (tw and W > tw)      # diffusers tiles both spatial dims or neither
+    rows = _windows(H, th or H, sh or H) if spatial else [(0, H)]
+    cols = _windows(W, tw or W, sw or W) if spatial else [(0, W)]
+    return [(t1 - t0, h1 - h0, w1 - w0) for t0, t1 in times for h0, h1 in rows for w0, w1 in cols]
+
+
+def tiling_flops(cfg: VAEConfig, T: int, H: int, W: int, tiling: Tiling) -> int:
+    """FLOPs of a tiled decode: every window decoded whole."""
+    return sum(n * decoder_flops(cfg, *shape) for shape, n in Counter(tile_shapes(T, H, W, tiling)).items())
+

@@ -20,8 +20,9 @@ def add_predict_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--stack", default=None, metavar="PKG,...",
                    help="the target's software beyond torch (deepspeed, flash-attn; none): which methods and ZeRO "
                    "stages it can run; replaces the profile's [stack] (nothing installed here is looked at)")
-    g.add_argument("--vae", choices=("single", "tiled", "patch_parallel"), default="single",
-                   help="sample mode: the VAE decode's variant in the whole-pipeline stages")
+    g.add_argument("--vae", choices=("single", "tiled", "patch_parallel"), default=None,
+                   help="sample mode: the VAE decode's variant in the whole-pipeline stages (default: what the "
+                        "model's pipeline runs, its [sampling] decode, e.g. tiled for hunyuanvideo; else single)")
     b = p.add_argument_group("bucketed workload (records/buckets.py): one record per bucket, then the mix")
     b.add_argument("--buckets", default=None, metavar="TxS[:W],...",
                    help="buckets as T x S tokens with weights, e.g. 21x1560:3,21x3600:1 (replaces --frames/--spatial)")

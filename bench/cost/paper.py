@@ -118,10 +118,14 @@ def inference(emit) -> list[dict]:
     return rows
 
 
-def scaling(emit, model: str) -> list[dict]:
+SCALING_FRAMES = (128, 256, 512, 1024)
+SCALING_GPUS = (8, 16, 32, 64, 128)
+
+
+def scaling(emit, model: str, frames=SCALING_FRAMES, gpu_counts=SCALING_GPUS) -> list[dict]:
     prof, rows = load_profile("h100-ib"), []
-    for T in (128, 256, 512, 1024):
-        for gpus in (8, 16, 32, 64, 128):
+    for T in frames:
+        for gpus in gpu_counts:
             for m in METHODS:
                 cfg, reason = resolved(RunConfig(method=m, frames=T, spatial=4096, gpus=gpus, sp="auto",
                                                  **{**TRAIN, "model": model}), prof)

@@ -41,7 +41,7 @@ def device_label(profile: Profile) -> str:
     return d if d.lower().startswith(("cpu", "nvidia")) else f"NVIDIA {d}"
 
 
-def predicted_record(cfg: RunConfig, profile: Profile, compiled: bool = False, vae: str = "single") -> dict:
+def predicted_record(cfg: RunConfig, profile: Profile, compiled: bool = False, vae: str | None = None) -> dict:
     """compiled: the host costs of torch.compile (profiles with a device curve); vae: the decode's
     variant in sample mode's whole-pipeline stages (bench/cost/pipeline.py)."""
     validate(cfg)
@@ -81,14 +81,14 @@ def predicted_record(cfg: RunConfig, profile: Profile, compiled: bool = False, v
     return rec
 
 
-def pipeline_fields(cfg: RunConfig, profile: Profile, denoise_s: float, vae: str, rec: dict) -> dict:
+def pipeline_fields(cfg: RunConfig, profile: Profile, denoise_s: float, vae: str | None, rec: dict) -> dict:
     from dspbench.cost.pipeline import stage_seconds
     stages = stage_seconds(cfg, get_config(cfg.model), profile, denoise_s, vae)
     sec = stages["seconds"]
     out = {"predicted_stages_s": {k: sec[k] for k in ("text_encode", "denoise", "vae_decode")},
            "predicted_end_to_end_s": sec["total"],
-           "pipeline": {k: stages[k] for k in ("flops", "text_encoder", "vae_variant", "latents", "vae_comm_bytes",
-                                                 "vae_kernels")}}
+           "pipeline": {k: stages[k] for k in ("flops", "text_encoder", "vae_variant", "vae_tiling", "latents",
+                                                 "vae_comm_bytes", "vae_kernels")}}
     if rec.get("step_time_low_s") is not None:    # the denoising interval carries over; the rest is fixed
         fixed = sec["total"] - denoise_s
         out["pipeline"]["end_to_end_interval_s"] = [fixed + rec["step_time_low_s"], fixed + rec["step_time_high_s"]]
@@ -280,6 +280,13 @@ def _summary(rec: dict) -> str:
                  f"= {rec['predicted_end_to_end_s']:.2f} s per video")
         iv = rec["pipeline"].get("end_to_end_interval_s")
         line += f" [{iv[0]:.2f}-{iv[1]:.2f}]" if iv else ""
+        tiling = rec["pipeline"].get("vae_tiling")
+        if tiling:     # what the tiled decode priced and whose tiling it is
+            tiles = (rec["pipeline"].get("vae_kernels") or {}).get("tiles")
+            line += (f"\nVAE tiling: windows of {'x'.join(map(str, tiling['tile']))} latents (frames x rows x columns; "
+                     f"0: not tiled) at strides {'x'.join(map(str, tiling['stride']))}"
+                     + (f", {tiling['extra_frames']} extra frame(s) each" if tiling["extra_frames"] else "")
+                     + (f", {tiles} decoder calls" if tiles else "") + f": {tiling['source']}")
     if rec.get("step_time_low_s") is not None:
         line += (f"\ninterval: step {rec['step_time_low_s'] * 1e3:.1f}-{rec['step_time_high_s'] * 1e3:.1f} ms "
                  f"({rec['interval_source']})")

@@ -3,9 +3,9 @@
 - VAE decode: models/vae.py's decoder traced on the meta device (bench/cost/rank_trace.py's
   dispatch mode) at the latents it decodes, each convolution at the table's conv rate for the
   decode's dtype, every norm, activation, upsampling copy and residual add by its bytes at HBM
-  speed. `single` decodes the whole video at once; `tiled` decodes each tile of the pipeline's tile
-  grid (models/vae.py tile_spans: TILE latent rows with OVERLAP shared) whole, so the overlaps are
-  decoded twice, as diffusers' tiled decode does.
+  speed. `single` decodes the whole video at once; `tiled` decodes each window of the pipeline's
+  tiling (models/vae.py Tiling, tile_shapes: the preset's [sampling] decode_tile and decode_stride,
+  or the default) whole, so the overlaps are decoded twice, as diffusers' tiled decoders do.
 - text encoder: a transformer encoder's GEMMs, 2 x parameters x tokens per prompt, at the table's
   GEMM rate for GEMMs of its width (ENCODER_WIDTH: T5-XXL, umT5-XXL and Llama-3-8B are all 4096 wide,
   FFN 4x: the GEMM a token row meets is tokens x 4096 x 16384).
@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import functools
+from collections import Counter
 
 from dspbench.cost.kernel_price import price_kernel, resolve_attn_kernel
 from dspbench.cost.kernel_rates import load_rate_table
@@ -35,20 +36,18 @@ def decoder_kernels(vae, T: int, H: int, W: int, dtype: str) -> tuple:
     return tuple(kernels.items())
 
 
-def decode_seconds(profile, vae, T: int, H: int, W: int, dtype: str, variant: str, tile: int, overlap: int,
+def decode_seconds(profile, vae, T: int, H: int, W: int, dtype: str, variant: str, tiling,
                    attn_impl: str = "auto") -> dict:
     """{'seconds', 'flops', 'conv_s', 'memory_s', 'tiles', 'sources'} of one video's decode (its middle
     attention, where it has one, at the run's attention implementation)."""
-    from dspbench.models.vae import tile_spans
+    from dspbench.models.vae import tile_shapes
     table = load_rate_table(profile.sku)
     impl = resolve_attn_kernel(attn_impl, table, "vae")
-    if variant == "tiled":
-        grid = [(h1 - h0, w1 - w0) for h0, h1 in tile_spans(H, tile, overlap) for w0, w1 in tile_spans(W, tile, overlap)]
-    else:
-        grid = [(H, W)]
+    grid = tile_shapes(T, H, W, tiling) if variant == "tiled" else [(T, H, W)]
     out = {"seconds": 0.0, "flops": 0.0, "conv_s": 0.0, "memory_s": 0.0, "tiles": len(grid), "sources": {}}
-    for h, w in grid:
-        for k, n in decoder_kernels(vae, T, h, w, dtype):
+    for (t, h, w), windows in Counter(grid).items():
+        for k, n in decoder_kernels(vae, t, h, w, dtype):
+            n *= windows
             s, bound, rate = price_kernel(k, table, profile.hbm_Bps, impl)
             out["seconds"] += s * n
             out["flops"] += k.flops * n
