@@ -217,7 +217,9 @@ def calibrate_rank(opts: dict) -> dict | None:
     gemm = bench_gemm(opts.get("gemm_widths", ()), comm.world_size(), opts["dtype"], device) if ops else {}
     # a CPU's per-kernel costs, what the cost model prices every method's traced kernels with (calibrate/kernels.py)
     from dspbench.calibrate.kernels import bench_kernels
-    kernels = bench_kernels(opts["model"], opts["dtype"], device, opts["compute_iters"]) if device.type == "cpu" else None
+    # (not in a compute-only re-measure, --ops '': the emulated protocol's per-round compute keeps its terms)
+    kernels = (bench_kernels(opts["model"], opts["dtype"], device, opts["compute_iters"])
+               if device.type == "cpu" and opts["ops"] else None)
     # the reference code's all-to-all beside ours: what `predict --a2a list` adds (calibrate/a2a_style.py)
     from dspbench.calibrate.a2a_style import bench_a2a_styles
     a2a_styles = (bench_a2a_styles(opts["sizes"], opts["iters"], opts["warmup"], device)
