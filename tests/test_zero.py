@@ -29,6 +29,9 @@ def test_zero_loss_trajectory_equals_zero0(rank_pool, zero0, method, stage):
         assert r["losses"] == pytest.approx(base["losses"], rel=1e-5, abs=1e-6)
         assert r["losses"][-1] != r["losses"][0]
         assert r["ledger"] == r["engine_formula"], (r["ledger"], r["engine_formula"])
+        # DeepSpeed's own collectives, recorded: the bucket all-reduce, the norm, the parameter all-gather
+        assert r["engine_ledger"] == r["engine_comm_formula"], (r["engine_ledger"], r["engine_comm_formula"])
+        assert {k.split("/")[0] for k in r["engine_ledger"]} == {"zero_grads", "zero_norm", "zero_params"}
         assert base["ledger"] == base["formula"]
 
 
@@ -38,22 +41,38 @@ def test_zero_at_pure_sequence_parallelism(rank_pool, stage):
     base = rank_pool(4).run(zt.train_losses, "ulysses_all", "stdit-tiny", (1, 4, 16), 4, 0)
     res = rank_pool(4).run(zt.train_losses, "ulysses_all", "stdit-tiny", (1, 4, 16), 4, stage)
     assert res[0]["losses"] == pytest.approx(base[0]["losses"], rel=1e-5, abs=1e-6)
+    assert res[0]["engine_ledger"] == res[0]["engine_comm_formula"] and base[0]["engine_ledger"] == {}
 
 
-def test_engine_traffic_is_accounted_per_group():
+def test_engine_traffic_formula_per_group_bucket_and_padding():
+    """What DeepSpeed 0.19 issues per step (the runs above hold the recorded ledger equal to it): the
+    fp32 gradients all-reduced bucket by bucket, one fp32 norm, the parameters all-gathered in the
+    model dtype from a flat group padded to 2 elements per rank."""
     import torch  # noqa: F401
     from dspbench.methods import Dims, get_method
     from dspbench.models import get_config
     from dspbench.models.params import param_count
-    from dspbench.cost.comm import engine_comm
+    from dspbench.cost.comm import engine_comm, engine_ops
+    from dspbench.records.engine import BUCKET_ELEMS
     cfg = get_config("stdit-tiny")
     P = param_count(cfg)
     got = engine_comm(get_method("dsp"), cfg, Dims(sp=2, dp=2), 2, 2)
-    assert got == {"zero_grads/reduce_scatter.bwd": 4 * P * 3 // 4, "zero_params/all_gather.step": 2 * P * 3 // 4}
+    padded = -(-P // 8) * 8
+    assert got == {"zero_grads/all_reduce.bwd": 2 * 4 * P * 3 // 4, "zero_norm/all_reduce.step": 2 * 4 * 3 // 4,
+                   "zero_params/all_gather.step": 2 * padded * 3 // 4}
     assert engine_comm(get_method("dsp"), cfg, Dims(sp=2, dp=2), 2, 0) == {}
+    assert engine_comm(get_method("dsp"), cfg, Dims(sp=1, dp=1), 2, 2) == {}
     meg = get_method("megatron_sp")
     local = P - meg.sharded_params(cfg) + meg.sharded_params(cfg) // 2
-    assert engine_comm(meg, cfg, Dims(sp=2, dp=2), 4, 1)["zero_grads/reduce_scatter.bwd"] == 4 * local // 2
+    assert engine_comm(meg, cfg, Dims(sp=2, dp=2), 4, 1)["zero_grads/all_reduce.bwd"] == 2 * 4 * local // 2
+    # its SP group is DeepSpeed's model-parallel group: the norm is summed there and over DP
+    assert engine_comm(meg, cfg, Dims(sp=2, dp=2), 4, 1)["zero_norm/all_reduce.step"] == 4 + 4
+    big = get_config("stdit-xl")
+    Pb = param_count(big)
+    assert Pb > 2 * BUCKET_ELEMS
+    grads = [o for ph, o in engine_ops(get_method("dsp"), big, Dims(sp=4, dp=1), 2, 2) if o.tag == "zero_grads"]
+    assert sum(o.count for o in grads) == -(-Pb // BUCKET_ELEMS)
+    assert sum(o.count * o.payload for o in grads) == 4 * Pb
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +100,16 @@ def test_memory_per_rank_measured_beside_the_memory_model(small_runs, zero):
         z0 = small_runs[0]["mem_model"]
         assert model["optimizer"] == pytest.approx(z0["optimizer"] * 12 / 8 / 4)
         assert model["grads"] == pytest.approx(z0["grads"] / 4)
+
+
+@pytest.mark.parametrize("zero", [0, 2])
+def test_the_record_carries_the_engines_recorded_traffic_beside_its_formula(small_runs, zero):
+    rec = small_runs[zero]
+    if zero == 0:   # our own syncs: in the method's ledger, no engine
+        assert rec["engine_comm"] is None and rec["engine_comm_formula_match"] is None
+        return
+    assert rec["engine_comm_formula_match"] is True
+    assert rec["engine_comm"] == rec["engine_comm_formula"] and "zero_grads/all_reduce.bwd" in rec["engine_comm"]
+    assert set(rec["engine_comm_time_s"]) == {"all_reduce.bwd", "all_reduce.step", "all_gather.step"}
+    assert all(t > 0 for t in rec["engine_comm_time_s"].values())
+    assert not any(k.startswith("zero_") for k in rec["comm_tagged"])     # apart from the method's ledger

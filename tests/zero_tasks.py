@@ -7,6 +7,7 @@ import torch
 from dspbench.methods import get_method
 from dspbench.methods.comm import layer as comm
 from dspbench.methods.common import sync_data_parallel_grads, sync_replicated_grads
+from dspbench.methods.comm.external import engine_ledger
 from dspbench.methods.comm.ledger import Ledger
 from dspbench.models import Shape, build_model, get_config, make_inputs
 from oracle_tasks import dims_for
@@ -32,13 +33,13 @@ def train_losses(method: str, model: str, shape: tuple, sp: int, zero: int, step
     torch.manual_seed(0)
     net = spec.parallelize(build_model(mcfg), dims)
     data = _batches(mcfg, shape, dims, steps)
-    losses, ledgers = [], []
+    losses, ledgers, engines = [], [], []
     if zero == 0:
         opt = torch.optim.AdamW(net.parameters(), lr=LR)
     else:
         engine = zero_engine(net, dims, zero, "fp32", shape.batch, lr=LR)
     for x, t, y, target in data:
-        with Ledger() as led:
+        with Ledger() as led, engine_ledger() as eng:
             if zero == 0:
                 opt.zero_grad()
                 loss = _loss(net(x, t, y), target)
@@ -52,6 +53,9 @@ def train_losses(method: str, model: str, shape: tuple, sp: int, zero: int, step
                 engine.step()
         losses.append(loss.item())
         ledgers.append(led.totals())
-    return {"losses": losses, "ledger": ledgers[-1],
+        engines.append(eng.totals())
+    from dspbench.cost.comm import engine_comm
+    return {"losses": losses, "ledger": ledgers[-1], "engine_ledger": engines[-1],
+            "engine_comm_formula": engine_comm(spec, mcfg, dims, 4, zero),
             "formula": spec.comm_bytes(mcfg, shape, dims, torch.float32, "train"),
             "engine_formula": spec.comm_bytes(mcfg, shape, dims, torch.float32, "train", engine=True)}

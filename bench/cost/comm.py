@@ -26,6 +26,7 @@ from dspbench.cost.hardware import Link, Profile
 from dspbench.cost.tiers import members, span_of, tier_time, wire_bytes
 from dspbench.methods.dims import Dims
 from dspbench.methods.comm.ledger import key
+from dspbench.methods.comm.ledger import wire_bytes as ledger_wire_bytes
 
 
 def group_link(profile: Profile, dims: Dims, group: str) -> Link:
@@ -62,27 +63,50 @@ def plan_wire(plan, dims: Dims) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------- ZeRO's own collectives, accounted
-def engine_ops(spec, mcfg, dims, dtype_bytes: int, stage: int) -> list:
-    """DeepSpeed's ZeRO collectives per step as [(phase, Op)], accounted (they are not recorded).
+# DeepSpeed pads each flat parameter group to this many elements per rank of the group
+# (stage_1_and_2.py: nccl_start_alignment_factor = 2, times the group's size).
+ZERO_ALIGN = 2
 
-    ZeRO 1 and 2 move the same bytes (Rajbhandari et al. SC'20, Sec. 7.2.1): the gradients
-    reduce-scattered in fp32 over the group that replicates them (the world; Megatron-SP: DP),
-    and the updated parameter partitions all-gathered in the model dtype after the optimizer
-    step (phase `step`). Op group "dp" with `ranks` = that group's size: it crosses nodes
-    exactly when the world does (bench cost_comm.group_link).
+
+def engine_ops(spec, mcfg, dims, dtype_bytes: int, stage: int) -> list:
+    """DeepSpeed's ZeRO collectives per step as [(phase, Op)], as its engine issues them (the run
+    records them in its engine ledger, methods/comm/external.py; tests/test_zero.py holds the two equal).
+
+    Over the group that replicates the parameters (the world; Megatron-SP: DP), ZeRO 1 and 2 alike:
+    - bwd: the gradients all-reduced in fp32, in buckets of `reduce_bucket_size` elements. DeepSpeed
+      (0.19: `use_multi_rank_bucket_allreduce`, on by default) all-reduces each bucket and keeps its
+      partition, where the ZeRO paper (Rajbhandari et al. SC'20, Sec. 7.2.1) reduce-scatters: twice
+      the gradient wire bytes. The bytes are exact; the calls are the buckets filled, counted as full
+      buckets and the rest (the engine closes a bucket at a parameter's edge, so a model larger than a
+      bucket may make one call more);
+    - step: the gradient norm (one fp32 element all-reduced; over the model-parallel group first where
+      there is one, Megatron-SP's SP group) and the updated parameter partitions
+      all-gathered in the model dtype, the flat group padded to ZERO_ALIGN elements per rank.
+    Op group "dp" with `ranks` = that group's size: it crosses nodes exactly when the world does.
     """
     from dspbench.methods.spec import Op
     from dspbench.models.params import param_count
+    from dspbench.records.engine import BUCKET_ELEMS
     sharded = spec.sharded_params(mcfg)
     local = param_count(mcfg) - sharded + sharded // dims.sp
     n = dims.dp if sharded else dims.sp * dims.dp
     if stage == 0 or n == 1:
         return []
-    return [("bwd", Op("zero_grads", "reduce_scatter", 4 * local, 1, "dp", ranks=n)),
-            ("step", Op("zero_params", "all_gather", dtype_bytes * local, 1, "dp", ranks=n))]
+    full, rest = divmod(local, BUCKET_ELEMS)
+    grads = [("bwd", Op("zero_grads", "all_reduce", 4 * BUCKET_ELEMS, full, "dp", ranks=n))] if full else []
+    if rest:
+        grads.append(("bwd", Op("zero_grads", "all_reduce", 4 * rest, 1, "dp", ranks=n)))
+    padded = -(-local // (ZERO_ALIGN * n)) * ZERO_ALIGN * n
+    # a model-parallel engine (Megatron-SP's SP group) sums the norm over that group too
+    norm = [("step", Op("zero_norm", "all_reduce", 4, 1, "sp"))] if sharded and dims.sp > 1 else []
+    return grads + norm + [("step", Op("zero_norm", "all_reduce", 4, 1, "dp", ranks=n)),
+                           ("step", Op("zero_params", "all_gather", dtype_bytes * padded, 1, "dp", ranks=n))]
 
 
 def engine_comm(spec, mcfg, dims, dtype_bytes: int, stage: int) -> dict[str, int]:
-    """{'tag/op.phase': wire bytes per rank per step} of `engine_ops` (the record's `engine_comm`)."""
-    return {f"{o.tag}/{o.op}.{ph}": o.payload * (o.ranks - 1) // o.ranks
-            for ph, o in engine_ops(spec, mcfg, dims, dtype_bytes, stage)}
+    """{'tag/op.phase': wire bytes per rank per step} of `engine_ops`: the formula the record's
+    measured `engine_comm` is checked against (`engine_comm_formula`)."""
+    out: dict[str, int] = defaultdict(int)
+    for ph, o in engine_ops(spec, mcfg, dims, dtype_bytes, stage):
+        out[key(o.op, ph, o.tag)] += o.count * ledger_wire_bytes(o.op, o.payload, o.group_size(dims))   # exact, as recorded
+    return dict(out)

@@ -117,7 +117,10 @@ def comm_buffer_bytes(plan, zero: int = 0, dtype: str = "fp32") -> float:
 
 
 def grad_buffer_bytes(plan) -> float:
-    return float(max((o.payload for _, o in plan if o.op == "all_reduce"), default=0))
+    # the hand-rolled gradient syncs' flat buffer; the ZeRO engine's buckets (tags zero_*) are
+    # comm_buffer_bytes' bucket
+    return float(max((o.payload for _, o in plan if o.op == "all_reduce" and not o.tag.startswith("zero_")),
+                     default=0))
 
 
 def memory(spec, cfg: ModelConfig, shape: Shape, sp: int, dp: int, dtype: str, mode: str, plan,

@@ -178,7 +178,8 @@ def build_record(cfg: RunConfig, outcome: Outcome, source: str = "measured") -> 
     empty = {k: None for k in ("step_time_median_s", "step_time_p10_s", "step_time_p90_s", "samples_per_s",
                                "tokens_per_s", "peak_mem_bytes", "losses", "comm_wire_bytes", "comm",
                                "oracle_max_abs_err", "oracle_errors", "comm_formula", "mfu", "hfu",
-                               "engine_comm", "attn_kernel", "mem_model", "mem_run_bytes", "device_peak_flops")}
+                               "engine_comm", "engine_comm_formula", "engine_comm_formula_match",
+                               "engine_comm_time_s", "attn_kernel", "mem_model", "mem_run_bytes", "device_peak_flops")}
     rec.update(empty)
     rec.update(sampling_facts(cfg, mcfg))
     m = outcome.metrics or {}

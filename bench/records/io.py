@@ -34,8 +34,12 @@ Fields (units in the name where it matters):
   of an untimed step after the timed ones, as a device allocator's peak counts live bytes, not
   what the heap kept of earlier transients), rss_run_bytes (CPU: the timed steps' resident peak
   over the resident size before the model);
-- engine_comm {"tag/op.phase": bytes}: under --zero 1|2, DeepSpeed's own gradient reduce-scatter
-  and parameter all-gather, accounted from the ZeRO formula (not recorded in the ledger);
+- engine_comm {"tag/op.phase": bytes}: under --zero 1|2, DeepSpeed's own collectives as its engine
+  issued them in the instrumented step (rank 0's engine ledger, methods/comm/external.py: the gradient
+  bucket all-reduce zero_grads, the norm zero_norm, the parameter all-gather zero_params), apart from
+  the method's comm; engine_comm_formula the formula (cost/comm.py engine_ops) and
+  engine_comm_formula_match whether every rank's engine ledger equals it; engine_comm_time_s
+  {"op.phase": seconds} from the instrumented step (records before this held the formula in engine_comm);
 - communication (per rank per step, wire bytes, nccl-tests convention): comm_wire_bytes, comm
   {"op.phase": bytes}, comm_tagged {"tag/op.phase": bytes}, comm_formula_match (ledger == formula),
   comm_time_s {"op.phase": seconds, from a separate instrumented iteration};

@@ -11,6 +11,7 @@ from dspbench.run import measure
 from dspbench.records.config import RunConfig, guidance, sampler_for
 from dspbench.methods import build_dims, get_method
 from dspbench.methods.comm import layer as comm
+from dspbench.methods.comm.external import engine_ledger
 from dspbench.methods.comm.ledger import Ledger, untag
 from dspbench.methods.spec import sample_comm_bytes
 from dspbench.models import Shape, build_model, get_config
@@ -88,14 +89,14 @@ def run_rank(cfg: RunConfig, progress: bool = False, beat=lambda step: None,
     clock.lap("timed")
     # A separate instrumented step: bytes and per-op times (a barrier before each op perturbs it).
     beat(cfg.warmup + cfg.iters)
-    with Ledger(timed=True) as led:
+    with Ledger(timed=True) as led, engine_ledger() as eng:   # eng: ZeRO's own collectives (--zero 1|2)
         step(data[cfg.warmup + cfg.iters])
     clock.lap("ledger_step")
     mem = _live_peak(step, data[cfg.warmup + cfg.iters + 1], device, beat, cfg.warmup + cfg.iters + 1)
     clock.lap("memory_step")
     # CPU: the live peak over the heap's live bytes before the model; the resident peak over the RSS then
     mem.update(base=base_live if mem["rss"] is not None else base_mem, base_rss=base_mem, reset=peak_reset)
-    metrics = _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, mem)
+    metrics = _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, mem, eng)
     clock.lap("collect")
     if metrics is not None:
         metrics["phases_s"] = clock.phases
@@ -144,13 +145,13 @@ def _checked(errs: dict, cfg: RunConfig, ledger: bool = False) -> dict:
     return {k: errs[k] for k in (*ORACLE_PARTS, "shape", "depth")}
 
 
-def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, mem) -> dict | None:
+def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, mem, eng) -> dict | None:
     per_rank = comm.all_gather_object({
         "times": times, "peak_mem": mem["peak"], "base_mem": mem["base"], "rss": mem["rss"],
         "base_rss": mem["base_rss"],
         "losses": [None if l is None else float(l) for l in losses],
         "dp_rank": comm.rank(dims.dp_group), "sp_rank": comm.rank(dims.sp_group),
-        "comm": led.totals(), **environ.local_facts(device),
+        "comm": led.totals(), "engine_comm": eng.totals(), **environ.local_facts(device),
     })
     if comm.world_rank() != 0:
         return None
@@ -169,7 +170,7 @@ def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, m
     return {
         # the memory model for this very configuration, beside what the run added to each rank
         "mem_model": model, "mem_run_bytes": max(r["peak_mem"] - r["base_mem"] for r in per_rank),
-        "engine_comm": engine_comm(spec, mcfg, dims, TORCH_DTYPES[cfg.dtype].itemsize, cfg.zero) or None,
+        **_engine_fields(cfg, spec, mcfg, dims, eng, per_rank),
         "mem_base_bytes_per_rank": [r["base_mem"] for r in per_rank], "peak_mem_reset": mem["reset"],
         "mem_peak_step": mem["how"],
         # CPU: the timed steps' resident peak over the resident size before the model, as measured before
@@ -189,6 +190,18 @@ def _collect(cfg, spec, mcfg, shape, dims, device, times, losses, led, oracle, m
         "placement": dims.placement([r["hostname"] for r in per_rank]),   # each rank's node, groups' spans
         "device_name": per_rank[0]["device"],
     }
+
+
+def _engine_fields(cfg, spec, mcfg, dims, eng, per_rank) -> dict:
+    """Under --zero 1|2: DeepSpeed's own collectives as its engine ledger recorded them (rank 0's),
+    beside the formula (cost/comm.py engine_ops) and whether every rank recorded exactly that."""
+    if not cfg.zero:
+        return {"engine_comm": None, "engine_comm_formula": None, "engine_comm_formula_match": None,
+                "engine_comm_time_s": None}
+    formula = engine_comm(spec, mcfg, dims, TORCH_DTYPES[cfg.dtype].itemsize, cfg.zero)
+    return {"engine_comm": eng.totals(), "engine_comm_formula": formula,
+            "engine_comm_formula_match": all(r["engine_comm"] == formula for r in per_rank),
+            "engine_comm_time_s": eng.times()}
 
 
 def _dp_mean_losses(per_rank: list[dict]) -> list[float]:

@@ -14,11 +14,12 @@ Megatron-SP shards weights over its SP group, so DeepSpeed sees that group as mo
 gradients summed by a gradient hook through our comm layer (`grad_sync`, in the ledger) before
 DeepSpeed's own reduction sees them.
 
-Traffic: the engine's collectives go through deepspeed.comm, not methods/comm/layer.py, and are not in
-the ledger; bench/cost/comm.py accounts them analytically (ZeRO paper, Rajbhandari et al. SC'20,
-Sec. 7.2.1: a reduce-scatter of the gradients and an all-gather of the updated parameters per
-step), labelled as such. The ledger still holds every byte the method moves, and equals its
-formula without the hand-rolled gradient syncs (methods/spec.py, `engine=True`).
+Traffic: the engine's collectives go through deepspeed.comm, not methods/comm/layer.py; they are
+recorded into an engine ledger of their own (methods/comm/external.py, record_engine_collectives),
+which equals bench/cost/comm.py's `engine_ops`: DeepSpeed all-reduces the gradient buckets (where
+the ZeRO paper reduce-scatters), all-reduces the gradient norm and all-gathers the updated
+parameters. The method's ledger still holds every byte the method moves, and equals its formula
+without the hand-rolled gradient syncs (methods/spec.py, `engine=True`).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import os
 import torch
 
 from dspbench.methods.comm import layer as comm
+from dspbench.methods.comm.external import record_engine_collectives
 from dspbench.records.engine import BUCKET_ELEMS
 from dspbench.methods.common import is_sharded
 
@@ -142,4 +144,6 @@ def zero_engine(model, dims, stage: int, dtype: str, batch: int, lr: float = 1e-
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     engine, *_ = deepspeed.initialize(model=model, optimizer=opt, config=ds_config(stage, dtype, batch),
                                       mpu=_Mesh(dims, _world(), tp))
+    import deepspeed.comm as ds_comm
+    record_engine_collectives(engine, ds_comm)   # into an engine_ledger() when one is open
     return engine

@@ -1,10 +1,13 @@
-"""Put the collectives a library issues itself (DeepSpeed-Ulysses, ring-flash-attn) in the ledger.
+"""Put the collectives a library issues itself (DeepSpeed-Ulysses, ring-flash-attn) in the ledger,
+and DeepSpeed ZeRO's engine's own in an engine ledger beside it.
 
 It wraps the library's own c10d entry point for a while; it calls nothing of torch.distributed.
 """
 from __future__ import annotations
 
 import threading
+
+import torch
 
 from dspbench.methods.comm import ledger
 from dspbench.methods.comm.layer import nbytes, phase, stopwatch, size
@@ -100,17 +103,122 @@ def record_ring_flash_attn(module, kv_tag: str, dkv_tag: str) -> None:
                 ledger.record("send_recv", phase(), self.world_size, self._sent, self._tag, w.elapsed)
             self._sent = 0
 
-    def tagged(fn, tags):
-        def run(*args, **kwargs):
-            outer, _RING.tags = getattr(_RING, "tags", None), list(tags)
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                _RING.tags = outer
-        run.__wrapped__ = fn
-        return run
-
     module.RingComm = RecordedRingComm
-    module.ring_flash_attn_forward = tagged(module.ring_flash_attn_forward, [kv_tag])
-    module.ring_flash_attn_backward = tagged(module.ring_flash_attn_backward, [kv_tag, dkv_tag])
+    module.ring_flash_attn_forward = _while_set(module.ring_flash_attn_forward, _RING, "tags", lambda: [kv_tag])
+    module.ring_flash_attn_backward = _while_set(module.ring_flash_attn_backward, _RING, "tags",
+                                                 lambda: [kv_tag, dkv_tag])
     module._dspbench_recorded = True
+
+
+# ---------------------------------------------------------------- DeepSpeed ZeRO's own collectives
+# The engine's collectives (bench/run/zero.py) go through deepspeed.comm, never through our layer. They
+# are recorded apart from the method's ledger, into an engine ledger, under the phase of the engine
+# call that issued them: `bwd` (engine.backward: the gradient reduction) and `step` (engine.step: the
+# gradient norm and the updated parameters' all-gather). Tags name what the engine moves.
+ENGINE_TAGS = {("bwd", "all_reduce"): "zero_grads", ("bwd", "reduce_scatter"): "zero_grads",
+               ("bwd", "reduce"): "zero_grads", ("step", "all_reduce"): "zero_norm",
+               ("step", "all_gather"): "zero_params"}
+# deepspeed.comm name -> (our op, the argument whose bytes are nccl-tests' size S, in (args, kwargs))
+_ENGINE_OPS = {"all_reduce": "all_reduce", "reduce": "reduce", "broadcast": "broadcast",
+               "all_gather_into_tensor": "all_gather", "all_gather": "all_gather",
+               "reduce_scatter_tensor": "reduce_scatter"}
+_ENGINE_STATE = threading.local()   # .phase: "bwd" | "step" inside those engine calls; .busy: recording
+
+
+def _engine_payload(name: str, args, kwargs) -> tuple:
+    """(group, payload bytes) of one deepspeed.comm call, nccl-tests' size: the input of all_reduce,
+    reduce, broadcast and reduce_scatter, the gathered output of all_gather."""
+    if name in ("all_reduce", "reduce", "broadcast"):
+        tensor = kwargs.get("tensor", args[0] if args else None)
+        pos = {"all_reduce": 2, "reduce": 3, "broadcast": 2}[name]
+        return kwargs.get("group", args[pos] if len(args) > pos else None), nbytes(tensor)
+    if name == "all_gather":   # (tensor_list, tensor, group): the list is the gathered output
+        out = kwargs.get("tensor_list", args[0])
+        return kwargs.get("group", args[2] if len(args) > 2 else None), sum(nbytes(t) for t in out)
+    out, inp = kwargs.get("output_tensor", args[0]), kwargs.get("tensor", args[1] if len(args) > 1 else None)
+    pos = 2 if name == "all_gather_into_tensor" else 3
+    return kwargs.get("group", args[pos] if len(args) > pos else None), nbytes(out if name.startswith("all_") else inp)
+
+
+def _engine_wire(op: str, payload: int, n: int) -> int:
+    if op in ("reduce", "broadcast"):     # a ring reduce or broadcast: every rank forwards S once
+        return payload
+    return ledger.wire_bytes(op, payload, n)
+
+
+class engine_ledger:  # noqa: N801 - a context manager, named like one
+    """`with engine_ledger() as eng:` collects the ZeRO engine's collectives (recorded by the
+    wrappers `record_engine_collectives` installs) into `eng`, a Ledger of its own, timed like our
+    ops when the method's active ledger is timed."""
+
+    def __enter__(self) -> ledger.Ledger:
+        self.previous = getattr(_ENGINE_STATE, "ledger", None)
+        _ENGINE_STATE.ledger = ledger.Ledger()
+        return _ENGINE_STATE.ledger
+
+    def __exit__(self, *exc) -> None:
+        _ENGINE_STATE.ledger = self.previous
+
+
+def _record_engine_call(name: str, original):
+    op = _ENGINE_OPS[name]
+
+    def recorded(*args, **kwargs):
+        led, ph = getattr(_ENGINE_STATE, "ledger", None), getattr(_ENGINE_STATE, "phase", None)
+        if led is None or ph is None or getattr(_ENGINE_STATE, "busy", False):
+            return original(*args, **kwargs)
+        group, payload = _engine_payload(name, args, kwargs)
+        _ENGINE_STATE.busy = True
+        try:
+            with stopwatch(group, _device_of(args, kwargs)) as w:
+                work = original(*args, **kwargs)
+                if w.on and kwargs.get("async_op") and work is not None:
+                    work.wait()
+        finally:
+            _ENGINE_STATE.busy = False
+        n = size(group)
+        if n > 1:
+            tag = ENGINE_TAGS.get((ph, op), "zero_other")
+            led.add(ledger.Event(op, ph, n, payload, _engine_wire(op, payload, n), tag, w.elapsed))
+        return work
+
+    recorded.__wrapped__ = original
+    return recorded
+
+
+def _device_of(args, kwargs) -> torch.device:
+    for v in list(args) + list(kwargs.values()):
+        if isinstance(v, torch.Tensor):
+            return v.device
+        if isinstance(v, (list, tuple)) and v and isinstance(v[0], torch.Tensor):
+            return v[0].device
+    return torch.device("cpu")
+
+
+def record_engine_collectives(engine, ds_comm) -> None:
+    """Record the collectives DeepSpeed's ZeRO engine issues itself (see engine_ledger).
+
+    Wraps `ds_comm`'s (the `deepspeed.comm` module, which the ZeRO optimizer looks its functions up
+    in at each call) collectives once for the process, and this engine's `backward` and `step` so
+    that a call knows its phase. all_to_all_single is left alone: DeepSpeed-Ulysses' own
+    all-to-alls are the method's (record_external_all_to_all), even inside engine.backward."""
+    if not getattr(ds_comm, "_dspbench_engine_recorded", False):
+        for name in _ENGINE_OPS:
+            if hasattr(ds_comm, name):
+                setattr(ds_comm, name, _record_engine_call(name, getattr(ds_comm, name)))
+        ds_comm._dspbench_engine_recorded = True
+    for method, ph in (("backward", "bwd"), ("step", "step")):
+        setattr(engine, method, _while_set(getattr(engine, method), _ENGINE_STATE, "phase", lambda ph=ph: ph))
+
+
+def _while_set(fn, state: threading.local, attr: str, value):
+    """`fn` wrapped to run with `state.<attr>` = value() (fresh per call), the outer value put back."""
+    def run(*args, **kwargs):
+        outer = getattr(state, attr, None)
+        setattr(state, attr, value())
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            setattr(state, attr, outer)
+    run.__wrapped__ = fn
+    return run
