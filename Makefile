@@ -33,7 +33,7 @@ demo: venv
 
 test: venv
 	@echo "make test: the whole suite (SLURM tests skip unless slurm/local_cluster.sh is up)"
-	@$(PY) -m pytest -q
+	@$(PY) -m pytest -q --durations=30
 
 test-fast: venv
 	$(PY) -m pytest -q -m "not slurm and not deepspeed" -x

@@ -277,6 +277,7 @@ def test_summary_recomputes_the_committed_validation_from_its_records(tmp_path, 
     assert row["top"] == row["fastest"] and row["gap"] == 0 and row["measured"] == 14
     assert row["tau"] == pytest.approx(0.88, abs=0.005) and row["tau_a"] == pytest.approx(0.86, abs=0.005)
     assert verdict([row]) == {"shapes": 1, "within": 1, "mean_tau": row["tau"], "mean_tau_a": row["tau_a"],
+                              "shapes_at_tau_bar": 1,
                               "mean_repeat_tau": row["repeat_tau"], "mean_single_repeat_tau": row["single_repeat_tau"],
                               "mean_ceiling_tau": row["ceiling_tau"], "pairs_apart": [61, 61]}
     # the noise ceiling: this quiet sweep's repeats allow a perfect predictor about what plan got
@@ -286,6 +287,8 @@ def test_summary_recomputes_the_committed_validation_from_its_records(tmp_path, 
     assert summary([str(quiet), str(missed)]) == 0
     out = capsys.readouterr().out
     assert "+52.0%" in out and "within 5%: 1 of 2" in out and "NOT met" in out
+    # the stricter bar, per shape: the missed shape's tau-b is under 0.8
+    assert shape_row(missed)["tau"] < 0.8 and "tau-b >= 0.8 on every shape: 1 of 2 (NOT met)" in out
     assert "ceiling tau-b | repeats for a ceiling >= 0.8" in out and "noise ceiling" in out
     with pytest.raises(SystemExit) as e:
         summary([str(quiet), str(tmp_path)])
