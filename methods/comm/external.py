@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import threading
 
-import torch
-
 from dspbench.methods.comm import ledger
 from dspbench.methods.comm.layer import nbytes, phase, stopwatch, size
 
@@ -118,26 +116,25 @@ def record_ring_flash_attn(module, kv_tag: str, dkv_tag: str) -> None:
 ENGINE_TAGS = {("bwd", "all_reduce"): "zero_grads", ("bwd", "reduce_scatter"): "zero_grads",
                ("bwd", "reduce"): "zero_grads", ("step", "all_reduce"): "zero_norm",
                ("step", "all_gather"): "zero_params"}
-# deepspeed.comm name -> (our op, the argument whose bytes are nccl-tests' size S, in (args, kwargs))
-_ENGINE_OPS = {"all_reduce": "all_reduce", "reduce": "reduce", "broadcast": "broadcast",
-               "all_gather_into_tensor": "all_gather", "all_gather": "all_gather",
-               "reduce_scatter_tensor": "reduce_scatter"}
+# deepspeed.comm name -> (our op, the parameter holding nccl-tests' size S, the leading parameters in
+# DeepSpeed's order). S: the input of all_reduce, reduce, broadcast and reduce_scatter, the gathered
+# output of all_gather (a list for `all_gather`). The order is spelled out because DeepSpeed's
+# `timed_op` wrapper hides the signatures (*args, **kwargs).
+_ENGINE_OPS = {
+    "all_reduce": ("all_reduce", "tensor", ("tensor", "op", "group")),
+    "reduce": ("reduce", "tensor", ("tensor", "dst", "op", "group")),
+    "broadcast": ("broadcast", "tensor", ("tensor", "src", "group")),
+    "all_gather_into_tensor": ("all_gather", "output_tensor", ("output_tensor", "tensor", "group")),
+    "all_gather": ("all_gather", "tensor_list", ("tensor_list", "tensor", "group")),
+    "reduce_scatter_tensor": ("reduce_scatter", "tensor", ("output_tensor", "tensor", "op", "group")),
+}
 _ENGINE_STATE = threading.local()   # .phase: "bwd" | "step" inside those engine calls; .busy: recording
 
 
-def _engine_payload(name: str, args, kwargs) -> tuple:
-    """(group, payload bytes) of one deepspeed.comm call, nccl-tests' size: the input of all_reduce,
-    reduce, broadcast and reduce_scatter, the gathered output of all_gather."""
-    if name in ("all_reduce", "reduce", "broadcast"):
-        tensor = kwargs.get("tensor", args[0] if args else None)
-        pos = {"all_reduce": 2, "reduce": 3, "broadcast": 2}[name]
-        return kwargs.get("group", args[pos] if len(args) > pos else None), nbytes(tensor)
-    if name == "all_gather":   # (tensor_list, tensor, group): the list is the gathered output
-        out = kwargs.get("tensor_list", args[0])
-        return kwargs.get("group", args[2] if len(args) > 2 else None), sum(nbytes(t) for t in out)
-    out, inp = kwargs.get("output_tensor", args[0]), kwargs.get("tensor", args[1] if len(args) > 1 else None)
-    pos = 2 if name == "all_gather_into_tensor" else 3
-    return kwargs.get("group", args[pos] if len(args) > pos else None), nbytes(out if name.startswith("all_") else inp)
+def _sized(value) -> tuple:
+    """(payload bytes, device) of a tensor or a list of them (all_gather's output list)."""
+    tensors = value if isinstance(value, (list, tuple)) else [value]
+    return sum(nbytes(t) for t in tensors), tensors[0].device
 
 
 def _engine_wire(op: str, payload: int, n: int) -> int:
@@ -161,16 +158,17 @@ class engine_ledger:  # noqa: N801 - a context manager, named like one
 
 
 def _record_engine_call(name: str, original):
-    op = _ENGINE_OPS[name]
+    op, size_arg, params = _ENGINE_OPS[name]
 
     def recorded(*args, **kwargs):
         led, ph = getattr(_ENGINE_STATE, "ledger", None), getattr(_ENGINE_STATE, "phase", None)
         if led is None or ph is None or getattr(_ENGINE_STATE, "busy", False):
             return original(*args, **kwargs)
-        group, payload = _engine_payload(name, args, kwargs)
+        bound = {**dict(zip(params, args)), **kwargs}
+        group, (payload, device) = bound.get("group"), _sized(bound[size_arg])
         _ENGINE_STATE.busy = True
         try:
-            with stopwatch(group, _device_of(args, kwargs)) as w:
+            with stopwatch(group, device) as w:
                 work = original(*args, **kwargs)
                 if w.on and kwargs.get("async_op") and work is not None:
                     work.wait()
@@ -184,15 +182,6 @@ def _record_engine_call(name: str, original):
 
     recorded.__wrapped__ = original
     return recorded
-
-
-def _device_of(args, kwargs) -> torch.device:
-    for v in list(args) + list(kwargs.values()):
-        if isinstance(v, torch.Tensor):
-            return v.device
-        if isinstance(v, (list, tuple)) and v and isinstance(v[0], torch.Tensor):
-            return v[0].device
-    return torch.device("cpu")
 
 
 def record_engine_collectives(engine, ds_comm) -> None:
