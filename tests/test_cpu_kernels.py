@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dspbench.calibrate.kernels import UNKNOWNS, bench_kernels, counts, solve
-from dspbench.cost.cpu_kernels import cpu_compute
+from dspbench.calibrate.kernels import COUNTS, UNKNOWNS, bench_kernels, counts, solve
+from dspbench.cost.cpu_kernels import attn_tiles, cpu_compute, memory_class, work_s
 from dspbench.cost.gpu_compute import trace_key
 from dspbench.cost.hardware import from_dict, load_profile
 from dspbench.cost.mechanism import explain
@@ -19,7 +19,8 @@ from dspbench.cost.rank_trace import rank_kernels
 from dspbench.records.config import RunConfig
 
 KERNELS = {"s_per_kernel": 2e-5, "s_per_gemm_flop": 3e-11, "s_per_attn_flop": 4e-11, "s_per_byte": 2e-10,
-           "s_per_kernel_infer": 1e-5}
+           "s_per_kernel_infer": 1e-5}     # a profile calibrated before the memory classes and the tile term
+CLASSED = {**KERNELS, "s_per_byte": 3e-11, "s_per_byte_math": 2e-10, "s_per_byte_norm": 7e-11, "s_per_attn_tile": 1e-6}
 BASE = "results/plan-validation/rounds/profile-200mbit/tiers-profile.toml"
 
 
@@ -45,16 +46,61 @@ def test_a_linear_is_counted_as_the_cost_model_counts_it():
 
 
 def test_the_solve_recovers_known_costs_from_rows_they_generated():
-    truth = dict(zip(UNKNOWNS, (3e-5, 2e-11, 5e-11, 1e-10)))
-    shapes = [(300, 5e6, 1e5, 4e5), (7, 1e8, 0, 2e6), (7, 4e8, 0, 8e6), (7, 0, 6e7, 7e5), (7, 0, 9e8, 3e6),
-              (10, 0, 0, 2e7)]
-    rows = [{"kernels": k, "gemm_flops": g, "attn_flops": a, "mem_bytes": b,
-             "seconds": k * truth["s_per_kernel"] + g * truth["s_per_gemm_flop"] + a * truth["s_per_attn_flop"]
-             + b * truth["s_per_byte"]} for k, g, a, b in shapes]
+    truth = dict(zip(UNKNOWNS, (3e-5, 2e-11, 5e-11, 2e-6, 3e-11, 2e-10, 7e-11)))
+    # kernels, gemm FLOPs, attention FLOPs, tiles, streaming, transcendental and norm bytes: as the benchmarks' rows mix them
+    shapes = [(300, 5e6, 1e5, 8, 4e5, 1e4, 2e4), (7, 1e8, 0, 0, 2e6, 0, 0), (7, 4e8, 0, 0, 8e6, 0, 0),
+              (7, 0, 6e7, 4, 7e5, 0, 0), (7, 0, 9e8, 16, 3e6, 0, 0), (7, 0, 2e6, 256, 1e6, 0, 0),
+              (7, 0, 4e6, 128, 1e6, 0, 0), (6, 0, 0, 0, 3e6, 0, 0), (6, 0, 0, 0, 1.2e7, 0, 0),
+              (9, 0, 0, 0, 1e6, 2e6, 0), (9, 0, 0, 0, 1e6, 0, 3e6)]
+    rows = [{**dict(zip(COUNTS, c)), "seconds": sum(n * truth[u] for n, u in zip(c, UNKNOWNS))} for c in shapes]
     got = solve(rows)
     for name, value in truth.items():
         assert got[name] == pytest.approx(value, rel=1e-6), name
     assert max(abs(r) for r in got["residuals"]) < 1e-9
+
+
+def test_memory_kernels_are_classed_by_what_their_bytes_cost_a_cpu_thread():
+    x = torch.randn(64, 32, requires_grad=True)
+
+    def block():
+        h = F.layer_norm(x, (32,))
+        h = F.gelu(h, approximate="tanh") + 1.0
+        (h.t().contiguous() * 2).sum().backward()
+    from dspbench.cost.rank_trace import trace_ops
+    kernels, _ = trace_ops(block)
+    classes = {k.op: memory_class(k) for k in kernels if k.kind == "memory"}
+    assert classes["gelu"] == classes["gelu_backward"] == "math"
+    assert classes["native_layer_norm"] == classes["native_layer_norm_backward"] == "norm"
+    assert classes["clone"] == classes["add"] == classes["mul"] == "stream"
+    c = counts(block)
+    assert c["math_bytes"] > 0 and c["norm_bytes"] > 0 and c["mem_bytes"] > 0 and c["attn_tiles"] == 0
+
+
+def test_a_classed_profile_prices_each_memory_class_at_its_own_rate_and_allocations_at_dispatch_only():
+    classed, flat = profile(CLASSED), profile()
+    rk = rank_kernels(trace_key(cfg("ulysses_all")))
+    seen = set()
+    for k, _ in rk.items():
+        if k.kind != "memory":
+            continue
+        cls = memory_class(k)
+        seen.add(cls)
+        rate = {"alloc": 0.0, "math": CLASSED["s_per_byte_math"], "norm": CLASSED["s_per_byte_norm"],
+                "stream": CLASSED["s_per_byte"]}[cls]
+        assert work_s(k, classed) == pytest.approx(k.bytes * rate, rel=1e-12), (k.op, cls)
+        assert work_s(k, flat) == pytest.approx(k.bytes * KERNELS["s_per_byte"], rel=1e-12)   # as before the classes
+    assert seen == {"alloc", "math", "norm", "stream"}
+
+
+def test_short_attentions_pay_per_tile_on_a_classed_profile():
+    p = profile(CLASSED)
+    rk = rank_kernels(trace_key(cfg("dsp", frames=8)))
+    attn = [k for k, _ in rk.items() if k.kind == "attention"]
+    temporal = min(attn, key=lambda k: k.attn[1])          # stdit's temporal attention: T tokens, S x heads of them
+    assert attn_tiles(temporal) == temporal.attn[0] * 1    # 8 tokens: one 64-row tile per batch x head
+    assert work_s(temporal, p) == pytest.approx(temporal.flops * CLASSED["s_per_attn_flop"]
+                                                + attn_tiles(temporal) * CLASSED["s_per_attn_tile"], rel=1e-12)
+    assert work_s(temporal, profile()) == pytest.approx(temporal.flops * KERNELS["s_per_attn_flop"], rel=1e-12)
 
 
 def test_compute_is_the_sum_of_the_ranks_traced_kernels_at_their_costs():
@@ -119,7 +165,7 @@ def test_a_kernels_table_missing_or_with_a_non_positive_term_is_refused(bad):
         profile(partial)
 
 
-def test_the_rank_side_benchmark_measures_four_positive_costs_that_explain_its_rows():
+def test_the_rank_side_benchmark_measures_positive_costs_that_explain_its_rows():
     torch.set_num_threads(1)
     got = bench_kernels("stdit-tiny", "fp32", torch.device("cpu"), iters=3)
     assert all(got[k] > 0 and math.isfinite(got[k]) for k in UNKNOWNS + ("s_per_kernel_infer",))
@@ -127,6 +173,11 @@ def test_the_rank_side_benchmark_measures_four_positive_costs_that_explain_its_r
     # a dispatch cost of microseconds, a rate of GFLOP/s and a bandwidth of GB/s: a CPU
     assert 1e-7 < got["s_per_kernel"] < 1e-3
     assert 1e8 < 1 / got["s_per_gemm_flop"] < 1e13 and 1e8 < 1 / got["s_per_byte"] < 1e12
+    # a tanh-GELU's bytes cost a thread more than an add's (its arithmetic per element); every row is
+    # looped to the same contention state (SAMPLE_MIN_S), so each row's sample spans several calls when short
+    assert got["s_per_byte_math"] > got["s_per_byte"]
+    assert all(r["calls_per_sample"] >= 1 for r in got["rows"])
+    assert max(r["calls_per_sample"] for r in got["rows"]) > 1
 
 
 def test_calibrated_method_steps_are_reported_as_residual_shares_not_applied():
@@ -154,3 +205,21 @@ def test_the_plan_says_no_method_term_applies_and_explains_each_row(tmp_path, ca
     out = capsys.readouterr().out
     assert "method terms: none: every method priced from its traced kernels" in out
     assert "kernels memory" in out and "all_to_all.fwd" in out
+
+
+def test_a_plan_on_a_profile_its_calibration_warned_about_says_so_in_its_header(tmp_path, capsys):
+    from dspbench.cli import main
+    from dspbench.cost.hardware import dumps
+    raw = copy.deepcopy(profile().raw)
+    raw.setdefault("calibration", {})["warnings"] = ["machine loaded: load average 9.0 on 2 cores before calibrating"]
+    path = tmp_path / "warned.toml"
+    path.write_text(dumps(raw))
+    args = ["plan", "--model", "stdit-tiny", "--frames", "8", "--spatial", "64", "--gpus", "4", "--methods", "dsp",
+            "--top", "1", "--hardware"]
+    assert main(args + [str(path)]) == 0
+    head = capsys.readouterr().out.splitlines()[:8]
+    assert "profile warning (from its calibration): machine loaded: load average 9.0 on 2 cores before calibrating" in head
+    raw["calibration"]["warnings"] = []
+    path.write_text(dumps(raw))
+    assert main(args + [str(path)]) == 0
+    assert "profile warning" not in capsys.readouterr().out

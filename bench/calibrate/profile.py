@@ -184,8 +184,8 @@ def _kernels(result: dict) -> dict:
     k = result.get("kernels")
     if not k:
         return {}
-    keep = ("s_per_kernel", "s_per_gemm_flop", "s_per_attn_flop", "s_per_byte", "s_per_kernel_infer")
-    return {"kernels": {t: k[t] for t in keep}}
+    from dspbench.calibrate.kernels import UNKNOWNS
+    return {"kernels": {t: k[t] for t in UNKNOWNS + ("s_per_kernel_infer",) if t in k}}
 
 
 def _kernels_source(where: str, result: dict) -> dict:
@@ -196,7 +196,8 @@ def _kernels_source(where: str, result: dict) -> dict:
     worst = max(abs(e) for e in k["residuals"])
     return {"kernels": f"{where}: one least-squares solve (relative residuals, worst {worst:.0%}) of "
                        f"t = kernels x s_per_kernel + GEMM FLOPs x s_per_gemm_flop + attention FLOPs x "
-                       f"s_per_attn_flop + bytes x s_per_byte over {len(k['rows']) - 1} benchmarks, each "
+                       f"s_per_attn_flop + attention tiles x s_per_attn_tile + bytes x s_per_byte (streaming), "
+                       f"_math (transcendental), _norm (norms) over {len(k['rows']) - 1} benchmarks, each "
                        f"counted by the cost model's own trace, all ranks at once (slowest rank): {rows}; "
                        "s_per_kernel_infer: the no-grad forward less its work, per kernel"}
 

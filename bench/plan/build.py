@@ -48,6 +48,8 @@ def plan(request: Request, profile: Profile) -> dict:
             "hardware": profile.name, "profile_kind": profile.kind, "gpus_per_node": profile.gpus_per_node,
             "metric": "seconds per video" if base.mode in LATENCY_MODES else "samples/s",
             "interval_source": pricer.interval_source, "method_terms": method_terms(profile, base.mode),
+            # what the calibration warned of (a loaded machine, a drift): a plan on it says so on its first screen
+            "profile_warnings": list(profile.calibration.get("warnings", [])),
             "candidates": len(priced), "verdict": verdict(ranked), "lead": runner_up(ranked),
             "rows": [public(r) for r in ranked],
             "best_per_method": {m: r["rank"] for m, r in best_per_method(ranked).items()},

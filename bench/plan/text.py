@@ -46,6 +46,11 @@ def stack_line(doc: dict) -> str:
     return f"stack: {', '.join(st['packages']) or 'none (torch only)'} ({st['declared_by']})"
 
 
+def warning_lines(doc: dict) -> list[str]:
+    """The calibration's own warnings about the profile priced, one line each (none: no line)."""
+    return [f"profile warning (from its calibration): {w}" for w in doc.get("profile_warnings", [])]
+
+
 def render(doc: dict, top: int, explain: bool = False) -> str:
     rows = doc["rows"]
     lines = [f"plan: {doc['workload']} on {doc['request']['gpus']} x {doc['hardware']} "
@@ -53,6 +58,7 @@ def render(doc: dict, top: int, explain: bool = False) -> str:
              doc.get("priced", ""),
              f"interval: {doc['interval_source']}",
              f"method terms: {doc.get('method_terms', 'not recorded')}",
+             *warning_lines(doc),
              stack_line(doc),
              f"verdict: {doc['verdict']}", "",
              f"ranked {len(rows)} of {doc['candidates']} candidates (top {min(top, len(rows))}; "
