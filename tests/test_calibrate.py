@@ -55,6 +55,9 @@ def test_calibrate_world2_loopback(tmp_path, capsys):
     assert json.loads(out.with_suffix(".json").read_text())["compute"]["flops_per_s"] > 0
     assert from_dict(prof.raw).name == "calibrated"
     assert 0.0 <= prof.ring_overlap <= 1.0 and "CPU share of a" in prof.sources["overlap.ring"]
+    # the kernel classes were solved for, and the model's step is held against their sum (reported)
+    assert {"s_per_byte_math", "s_per_byte_norm", "s_per_attn_tile"} <= set(prof.kernels)
+    assert prof.calibration["kernel_step_ratio"] > 0 and "not applied" in prof.sources["calibration.kernel_step_ratio"]
 
 
 def test_one_rank_calibrates_compute_of_one_block_onto_a_base_profile(tmp_path, capsys):

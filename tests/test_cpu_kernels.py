@@ -223,3 +223,20 @@ def test_a_plan_on_a_profile_its_calibration_warned_about_says_so_in_its_header(
     path.write_text(dumps(raw))
     assert main(args + [str(path)]) == 0
     assert "profile warning" not in capsys.readouterr().out
+
+
+def test_the_calibration_reports_its_models_step_against_its_kernels_sum_and_warns_beyond_a_fifth():
+    from dspbench.calibrate.kernels import add_step_ratio
+    raw = copy.deepcopy(profile(CLASSED).raw)
+    raw["calibration"] = {"warnings": []}
+    c = RunConfig(method="single", model="stdit-tiny[depth=2]", frames=4, spatial=256, batch=1, sp=1, gpus=1,
+                  mode="train", dtype="fp32")
+    priced = cpu_compute(c, from_dict(raw)).seconds
+    compute = {"model": "stdit-tiny", "depth": 2, "shape": [1, 4, 256], "dtype": "fp32"}
+    add_step_ratio(raw, {**compute, "fwd_bwd_s": priced * 1.1})
+    assert raw["calibration"]["kernel_step_ratio"] == pytest.approx(1.1)
+    assert raw["calibration"]["warnings"] == [] and "not applied" in raw["sources"]["calibration.kernel_step_ratio"]
+    add_step_ratio(raw, {**compute, "fwd_bwd_s": priced * 1.3})
+    assert raw["calibration"]["kernel_step_ratio"] == pytest.approx(1.3)
+    assert "1.30x the sum of its kernels" in raw["calibration"]["warnings"][0]
+    assert predict(cfg("dsp"), from_dict(raw)).step_s == pytest.approx(predict(cfg("dsp"), profile(CLASSED)).step_s)

@@ -175,6 +175,9 @@ def cmd_calibrate(args) -> int:
     device = "cpu: " + cpu_name() if args.backend == "gloo" else "cuda"
     prof = profile_dict(args.name, result, gpn, device, _memory_gb(args.gpus if args.launcher == "local" else 1),
                         base=args.base, nics_per_node=args.nics_per_node)
+    if result.get("kernels"):      # how far the kernels' sum is from a whole step of the calibration model
+        from dspbench.calibrate.kernels import add_step_ratio
+        add_step_ratio(prof, result["compute"])
     if result.get("methods"):
         from dspbench.calibrate.methods import add_method_overheads
         add_method_overheads(prof, result["methods"], opts)
@@ -192,6 +195,8 @@ def cmd_calibrate(args) -> int:
         print(f"compute: {c['model']} shard {c['shape']} {c['dtype']}: fwd+bwd {c['fwd_bwd_s'] * 1e3:.1f} ms, "
               f"{c['flops_per_s'] / 1e9:.2f} GFLOP/s per rank; AdamW {c['optimizer_s'] * 1e3:.1f} ms")
         print(f"quality: load average {q['loadavg_1m']:.1f} on {q['cores']} cores; worst spread "
-              f"{q['worst_spread']:.0%} ({q['worst_term']}); compute re-check {q['compute_recheck']:.2f}x")
+              f"{q['worst_spread']:.0%} ({q['worst_term']}); compute re-check {q['compute_recheck']:.2f}x"
+              + (f"; the model's step {prof['calibration']['kernel_step_ratio']:.2f}x its kernels' sum"
+                 if "kernel_step_ratio" in prof.get("calibration", {}) else ""))
         print(f"profile written to {out}")
     return 0

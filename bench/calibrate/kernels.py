@@ -175,3 +175,32 @@ def bench_kernels(model: str, dtype: str, device, iters: int = 5) -> dict:
     fit = solve(rows)
     return {"model": model, "dtype": dtype, **fit, "s_per_kernel_infer": infer_per_kernel(infer, fit),
             "rows": [{k: v for k, v in r.items() if k != "times_s"} for r in rows + [infer]]}
+
+
+STEP_RATIO_WARN = 0.2   # the calibration model's step off its kernels' sum by more than this: compute predictions are too
+
+
+def add_step_ratio(prof: dict, compute: dict) -> None:
+    """Into the profile dict's [calibration]: the calibration model's measured forward+backward over the
+    sum of its traced kernels at the [kernels] just solved (`kernel_step_ratio`), with its source, and a
+    warning beyond STEP_RATIO_WARN. Reported, not applied: one model at one shape, as noisy as a run
+    (1.10-1.34 over four calibrations on 2 cores, 2026-12-07); a step's kernels cost more than each
+    looped alone (cold caches across the step's working set, the allocator, autograd between kernels)."""
+    from dspbench.cost.cpu_kernels import cpu_compute
+    from dspbench.cost.hardware import from_dict
+    from dspbench.records.config import RunConfig
+    B, T, S = compute["shape"]
+    cfg = RunConfig(method="single", model=f"{compute['model']}[depth={compute['depth']}]", frames=T, spatial=S,
+                    batch=B, sp=1, gpus=1, mode="train", dtype=compute["dtype"])
+    priced = cpu_compute(cfg, from_dict(prof)).seconds
+    ratio = compute["fwd_bwd_s"] / priced
+    cal = prof.setdefault("calibration", {})
+    cal["kernel_step_ratio"] = ratio
+    prof.setdefault("sources", {})["calibration.kernel_step_ratio"] = (
+        f"measured: {compute['model']} forward+backward at B T S {B} {T} {S} (all ranks at once, slowest rank) "
+        f"{compute['fwd_bwd_s'] * 1e3:.1f} ms over its traced kernels at these [kernels] costs "
+        f"{priced * 1e3:.1f} ms; reported, not applied")
+    if abs(ratio - 1) > STEP_RATIO_WARN:
+        cal.setdefault("warnings", []).append(
+            f"the calibration model's step took {ratio:.2f}x the sum of its kernels at the measured costs: "
+            "compute predicted from this profile is likely off by about that")
