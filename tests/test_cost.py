@@ -252,3 +252,25 @@ def test_cfg_costs_what_a_batch_of_two_costs(method):
                            load_profile("h100-ib"))
     assert cfg["comm_wire_bytes"] == two["comm_wire_bytes"]
     assert cfg["step_time_median_s"] == pytest.approx(two["step_time_median_s"], rel=1e-9)
+
+
+# both kernel-priced paths: a GPU's rate tables and a calibrated CPU's [kernels]
+@pytest.mark.parametrize("profile_name", ["h100-ib", "results/plan-validation/mechanism-r4/profile-200mbit/tiers-profile.toml"])
+def test_a_fit_question_prices_memory_and_comm_as_a_full_prediction_without_tracing_kernels(profile_name, monkeypatch):
+    prof = load_profile(profile_name)
+    cfg = RunConfig(method="ulysses", model="stdit-tiny", frames=16, spatial=256, sp=2, gpus=4, mode="train")
+    full = predict(cfg, prof)
+    import dspbench.cost.gpu_compute as gpu_compute
+    import dspbench.cost.rank_trace as rank_trace
+    sp_auto = resolve_sp(replace(cfg, sp="auto"), prof)
+
+    def no_trace(*a, **k):
+        raise AssertionError("a fit question traced the rank's kernels")
+    monkeypatch.setattr(rank_trace, "rank_kernels", no_trace)
+    monkeypatch.setattr(gpu_compute, "rank_kernels", no_trace)
+    fit = predict(cfg, prof, memory_only=True)
+    assert fit.compute_s == 0.0 and fit.mem == full.mem and fit.fits == full.fits
+    assert fit.comm_s == full.comm_s and fit.usable_bytes == full.usable_bytes
+    assert resolve_sp(replace(cfg, sp="auto"), prof) == sp_auto        # --sp auto asks fit alone: no trace
+    with pytest.raises(AssertionError, match="traced"):                 # and the guard would see one
+        predict(cfg, prof)

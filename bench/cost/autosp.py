@@ -29,7 +29,7 @@ def why_not(cfg: RunConfig, sp: int, profile: Profile) -> str | None:
                                  ulysses=cfg.ulysses_degree), cfg.pad)
     if reason:
         return reason
-    pred = predict(replace(cfg, sp=sp), profile)
+    pred = predict(replace(cfg, sp=sp), profile, memory_only=True)     # fit alone: no kernel trace
     if not pred.fits:
         return pred.oom_reason(cfg, profile.name)
     return None

@@ -174,7 +174,10 @@ def _flops_seconds(cfg: RunConfig, mcfg, spec, sp: int, profile: Profile, compil
     return compute
 
 
-def predict(cfg: RunConfig, profile: Profile, compiled: bool = False) -> Prediction:
+def predict(cfg: RunConfig, profile: Profile, compiled: bool = False, memory_only: bool = False) -> Prediction:
+    """memory_only: the memory and communication as always, compute left at 0 (no kernel trace): for
+    questions of fit alone (autosp.why_not), where a trace of every degree that does not fit cost most
+    of the paper's tables' time."""
     zero = cfg.zero
     sp = int(cfg.sp)
     mcfg = get_config(cfg.model, grad_ckpt=cfg.grad_ckpt)
@@ -199,7 +202,7 @@ def predict(cfg: RunConfig, profile: Profile, compiled: bool = False) -> Predict
 
     rate = profile.flops(cfg.dtype)
     factor = flops_factor(cfg) / halves   # per rank: CFG parallel runs one of the two passes
-    compute = compute_seconds(cfg, mcfg, spec, sp, profile, compiled, T, S)
+    compute = 0.0 if memory_only else compute_seconds(cfg, mcfg, spec, sp, profile, compiled, T, S)
     mem = memory(spec, mcfg, shape, sp, dims.dp, cfg.dtype, cfg.mode, plan, zero)
     if cfg.mode == "sample" and on_gpu(profile):   # the whole pipeline on each GPU (pipeline.resident_bytes)
         from dspbench.cost.pipeline import resident_bytes
