@@ -2,8 +2,8 @@
 
 `python -m dspbench.cost.evidence` writes docs/gpu-evidence.md's generated part (between its
 markers) from the measured records committed under results/gpu-h200/ (an H200, 2026-12-04), each
-predicted twice: with the datasheet profile's constant efficiency (`h200-ib`) and with the device
-curve measured on that GPU (`h200-ib-curve`, bench/cost/curve.py). Which measurements built the
+predicted twice: with the datasheet profile (`h200-ib`, priced kernel by kernel on the H200's rate
+table, bench/cost/kernel_price.py) and with the device curve measured on that GPU (`h200-ib-curve`, bench/cost/curve.py). Which measurements built the
 curve and which only check it is stated per row; the published points (results/published/, tuning
 and held-out apart) are bench/cost/evidence_published.py's part; tests/test_gpu_evidence.py keeps
 the page equal to what this writes.
@@ -56,7 +56,7 @@ def table() -> list[dict]:
 
 def markdown(rows: list[dict]) -> str:
     lines = [BEGIN, "",
-             "| model | T x S | mode | measured step (s) | predicted, h200-ib (constant 0.45) | ratio | "
+             "| model | T x S | mode | measured step (s) | predicted, h200-ib (kernel rate tables) | ratio | "
              "predicted, h200-ib-curve | ratio | records |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         mode = r["mode"] + (" + CFG" if r["cfg"] else "") + (f", {r['calls']} calls" if r["mode"] == "sample" else "")
@@ -64,7 +64,7 @@ def markdown(rows: list[dict]) -> str:
         lines.append(f"| {r['model']} | {r['T']} x {r['S']} | {mode} | {r['measured_s']:.4f} | {a:.4f} | "
                      f"{a / r['measured_s']:.2f} | {b:.4f} | {b / r['measured_s']:.2f} | {r['file']} |")
     within = lambda key, tol: sum(abs(r[key] / r["measured_s"] - 1) <= tol for r in rows)
-    lines += ["", f"Within 20% of the measurement: constant {within('pred_h200-ib', 0.2)} of {len(rows)}, "
+    lines += ["", f"Within 20% of the measurement: rate tables {within('pred_h200-ib', 0.2)} of {len(rows)}, "
                   f"curve {within('pred_h200-ib-curve', 0.2)} of {len(rows)}. All of these are measured on the GPU "
                   "and predicted without seeing them (the curve was fit to curve.json's GEMM, SDPA, launch and "
                   "call probes and vae.json only).", "", END]
