@@ -19,8 +19,8 @@ overhead), streaming ops (add, mul, copy, sum) at two sizes, a tanh-GELU and a l
 benchmark is traced with the same dispatch mode the cost model counts with, so its kernels, FLOPs,
 tiles and bytes per class are the cost model's own counts, and the seven unknowns are one
 least-squares solve over all of them (relative residuals: a 1 ms benchmark weighs as much as a
-100 ms one). The inference variant of
-s_per_kernel (no autograd to record) is the tiny model's forward under no_grad.
+100 ms one). The inference variant of s_per_kernel (no autograd to record) is the tiny model's
+forward under no_grad.
 
 Each sample loops its benchmark for at least SAMPLE_MIN_S (timing.loop_samples). Why: an emulated
 cluster runs more ranks than cores (4 on 2 here), and a step's compute, between its collectives,
@@ -54,7 +54,7 @@ SAMPLE_MAX_CALLS = 256
 
 def counts(fn) -> dict:
     """COUNTS of fn as the cost model counts them (rank_trace; classes and tiles: cost/cpu_kernels.py)."""
-    from dspbench.cost.cpu_kernels import attn_tiles, memory_class
+    from dspbench.cost.cpu_kernels import MEMORY_CLASSES, attn_tiles, memory_class
     from dspbench.cost.rank_trace import trace_ops
     kernels, _ = trace_ops(fn)
     out = dict.fromkeys(COUNTS, 0.0)
@@ -67,8 +67,8 @@ def counts(fn) -> dict:
             out["attn_tiles"] += attn_tiles(k) * n
         else:
             cls = memory_class(k)
-            if cls != "alloc":
-                out[{"stream": "mem_bytes", "math": "math_bytes", "norm": "norm_bytes"}[cls]] += k.bytes * n
+            if cls != "alloc":      # each class's bytes are the count beside its unknown
+                out[COUNTS[UNKNOWNS.index(MEMORY_CLASSES[cls])]] += k.bytes * n
     return out
 
 
@@ -177,7 +177,7 @@ def bench_kernels(model: str, dtype: str, device, iters: int = 5) -> dict:
             "rows": [{k: v for k, v in r.items() if k != "times_s"} for r in rows + [infer]]}
 
 
-STEP_RATIO_WARN = 0.2   # the calibration model's step off its kernels' sum by more than this: compute predictions are too
+STEP_RATIO_WARN = 0.2   # the calibration model's step off its kernels' sum by more than this: a profile warning
 
 
 def add_step_ratio(prof: dict, compute: dict) -> None:

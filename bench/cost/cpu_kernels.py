@@ -8,8 +8,8 @@ On a CPU every kernel runs on the thread that dispatches it, so a step is the su
     kernel = s_per_kernel + bytes x s_per_byte[_math|_norm]               (memory-bound, by class)
     kernel = s_per_kernel                                                 (an allocation: no bytes move)
 
-Why classes: on one CPU thread a streaming add or copy moves ~100 GB/s of cache-resident bytes,
-a tanh-GELU (transcendental arithmetic per element) ~7, and a norm sits between; one s_per_byte
+Why classes: on one CPU thread a copy of 0.8 MB moved ~75 GB/s of cache-resident bytes, a
+tanh-GELU (transcendental arithmetic per element) ~4, and a norm sits between (measured here); one s_per_byte
 priced adds and copies 5-10x too high (CPU replay of axial3d-tiny's kernels, 2026-12-07), so the
 methods that add copies (the all-to-alls' permutes) were charged for bytes that cost little.
 Attention on short sequences (axial and temporal attentions: 14-32 tokens, hundreds of heads x

@@ -3,8 +3,8 @@
 `python -m dspbench.cost.evidence` writes docs/gpu-evidence.md's generated part (between its
 markers) from the measured records committed under results/gpu-h200/ (an H200, 2026-12-04), each
 predicted twice: with the datasheet profile (`h200-ib`, priced kernel by kernel on the H200's rate
-table, bench/cost/kernel_price.py) and with the device curve measured on that GPU (`h200-ib-curve`, bench/cost/curve.py). Which measurements built the
-curve and which only check it is stated per row; the published points (results/published/, tuning
+table, bench/cost/kernel_price.py) and with the device curve measured on that GPU (`h200-ib-curve`,
+bench/cost/curve.py). Which measurements built the curve and which only check it is stated per row; the published points (results/published/, tuning
 and held-out apart) are bench/cost/evidence_published.py's part; tests/test_gpu_evidence.py keeps
 the page equal to what this writes.
 """
