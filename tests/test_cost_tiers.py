@@ -114,6 +114,43 @@ def test_tiered_calibration_writes_each_tier(tmp_path, capsys):
     assert (prof.gpus_per_node, prof.nics_per_node) == (2, 1)
     assert (prof.intra.ranks, prof.inter.ranks, prof.span.ranks, prof.span.per_node) == (2, 2, 4, 2)
     assert {"link.intra", "link.inter", "link.span"} <= set(prof.sources)
+    # the ring's overlap, measured on the world's ring and on the rings inside each node apart
+    assert prof.ring_overlap_intra is not None and 0.0 <= prof.ring_overlap_intra <= 1.0
+    assert "inside each node" in prof.sources["overlap.ring_intra"]
+    assert "inside each node" not in prof.sources["overlap.ring"]
+
+
+def _ring_plan_profile(ring: float, intra: float | None):
+    return replace(load_profile("h100-ib"), ring_overlap=ring, ring_overlap_intra=intra)
+
+
+def _ring_hidden(profile, sp: int, gpus: int) -> tuple[float, float]:
+    cfg = RunConfig(model="stdit-xl", dtype="bf16", backend="nccl", method="ring", gpus=gpus, sp=sp,
+                    frames=32, spatial=1024)
+    p = predict(cfg, profile)
+    return p.hidden_s, sum(v for k, v in p.comm_s.items() if k.startswith("ring_"))
+
+
+def test_a_ring_inside_a_node_hides_by_the_intra_node_fraction():
+    """A ring whose group is inside one node hides ring_intra of its hops; one across nodes, ring."""
+    inside, across = (8, 8), (16, 16)           # SP 8 on an 8-GPU node; SP 16 over two nodes
+    base_in, _ = _ring_hidden(_ring_plan_profile(0.6, None), *inside)
+    assert base_in > 0
+    assert _ring_hidden(_ring_plan_profile(0.6, 0.0), *inside)[0] == 0.0
+    assert _ring_hidden(_ring_plan_profile(0.6, 0.3), *inside)[0] == pytest.approx(base_in / 2)
+    # across nodes the intra-node fraction does not apply
+    assert _ring_hidden(_ring_plan_profile(0.6, 0.0), *across) == _ring_hidden(_ring_plan_profile(0.6, None), *across)
+    assert _ring_hidden(_ring_plan_profile(0.6, 0.0), *across)[0] > 0
+
+
+def test_ring_intra_out_of_range_is_refused(tmp_path):
+    from dspbench.cost.hardware import PROFILE_DIR
+    text = (PROFILE_DIR / "h100-ib.toml").read_text()
+    assert "[overlap]" in text
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace("[overlap]", "[overlap]\nring_intra = 1.5", 1))
+    with pytest.raises(ValueError, match="overlap fraction"):
+        load_profile(str(bad))
 
 
 def test_tiers_without_gpus_per_node_is_a_clear_error(capsys):
@@ -127,3 +164,12 @@ def test_validation_driver_needs_dsp_as_the_baseline(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--methods", "ulysses,ring"])
     assert e.value.code == 2 and "must include dsp" in capsys.readouterr().err
+
+
+def test_the_overlap_knob_moves_the_intra_node_fraction_with_it():
+    """The interval's overlap corners (cost/interval.py) scale ring_intra by the knob's factor."""
+    from dspbench.cost.interval import corners
+    prof = replace(_ring_plan_profile(0.5, 0.1), calibration={"overlap_fractions": [0.4, 0.5, 0.6]})
+    fast, slow = corners(prof)
+    assert (fast.ring_overlap, slow.ring_overlap) == (0.6, 0.4)
+    assert fast.ring_overlap_intra == pytest.approx(0.12) and slow.ring_overlap_intra == pytest.approx(0.08)

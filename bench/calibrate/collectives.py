@@ -101,15 +101,17 @@ def bench_tiers(ops, sizes, iters: int, warmup: int, device, per_node: int) -> l
     return rows
 
 
-def bench_overlap(size: int, iters: int, device, ranks_per_host: int = 1) -> dict:
+def bench_overlap(size: int, iters: int, device, ranks_per_host: int = 1, group=None) -> dict:
     """How much of a p2p ring hop hides under computation started after it (as ring attention does).
 
     Times the hop alone, a matmul chain of about the same duration alone, and the hop started
     before the chain and waited for after it. fraction = (comm + compute - both) / min(comm,
-    compute), clamped to [0, 1]: 1 = the shorter one is fully hidden, 0 = they serialise."""
+    compute), clamped to [0, 1]: 1 = the shorter one is fully hidden, 0 = they serialise.
+    `group`: the ring this rank hops in (None: the world); every rank of the world calls this at
+    once, each in its own group (the chain's length and the CPU share are agreed world-wide)."""
     n = comm.world_size()
     el = max(n, size // 4)
-    ring, t = comm_async.RingExchange(None), torch.ones(el, dtype=torch.float32, device=device)
+    ring, t = comm_async.RingExchange(group), torch.ones(el, dtype=torch.float32, device=device)
     a = torch.randn(256, 256, device=device)
     hop = lambda: ring.start([t], "calibrate").wait()
     comm_s = timed(hop, iters, 1)
@@ -135,6 +137,34 @@ def bench_overlap(size: int, iters: int, device, ranks_per_host: int = 1) -> dic
     return {"size": el * 4, "comm_s": comm_s, "compute_s": comp_s, "both_s": both_s,
             "probe_fraction": min(1.0, max(0.0, frac)), "hop_cpu_fraction": cpu,
             "fraction": max(0.0, 1.0 - cpu)}
+
+
+def ring_overlap(opts: dict, device) -> dict:
+    """The ring-overlap probe, repeated, on the world's ring; with --tiers on a world of several
+    ranks per node, also on the rings inside each node (every node at once: `by_tier['intra']`).
+
+    Why per tier: a hop inside a node goes over loopback, so its whole time is CPU work (copies,
+    the TCP stack) that cannot hide under attention holding the cores; a hop across nodes mostly
+    waits for the wire, which can. One world-ring fraction priced intra-node rings (SP inside a
+    node, the common placement) as hiding what they cannot (bench/cost/model.py prices each ring
+    by the tier its group is on)."""
+    per_host = opts.get("cpu_ranks_per_host") or (comm.world_size() if opts["backend"] == "gloo" else 1)
+    size, repeats = max(opts["sizes"]), max(1, opts.get("overlap_repeats", 3))
+    out = _overlap_summary([bench_overlap(size, opts["iters"], device, per_host) for _ in range(repeats)])
+    intra = tier_groups(comm.world_size(), opts["gpus_per_node"]).get("intra") if opts.get("tiers") else None
+    if intra and len(intra) * len(intra[0]) == comm.world_size() and len(intra[0]) < comm.world_size():
+        handles = [comm.new_group(g) for g in intra]                 # collective: every rank makes every group
+        mine = handles[comm.world_rank() // len(intra[0])]
+        out["by_tier"] = {"intra": _overlap_summary(
+            [bench_overlap(size, opts["iters"], device, per_host, mine) for _ in range(repeats)])}
+    return out
+
+
+def _overlap_summary(probes: list[dict]) -> dict:
+    """The first probe's timings, the median CPU-share fraction (what the profile uses) and every repeat's."""
+    fr = [p["fraction"] for p in probes]
+    return {**probes[0], "fraction": statistics.median(fr), "fractions": fr,
+            "probe_fractions": [p["probe_fraction"] for p in probes]}
 
 
 def hop_cpu_fraction(hop, iters: int, ranks_per_host: int = 1) -> float:
@@ -202,12 +232,7 @@ def calibrate_rank(opts: dict) -> dict | None:
         rows = bench_collectives(ops, opts["sizes"], opts["iters"], opts["warmup"], device)
     overlap = None
     if "send_recv" in ops and opts["sizes"]:
-        per_host = opts.get("cpu_ranks_per_host") or (comm.world_size() if opts["backend"] == "gloo" else 1)
-        probes = [bench_overlap(max(opts["sizes"]), opts["iters"], device, per_host)
-                  for _ in range(max(1, opts.get("overlap_repeats", 3)))]
-        fr = [p["fraction"] for p in probes]
-        overlap = {**probes[0], "fraction": statistics.median(fr), "fractions": fr,
-                   "probe_fractions": [p["probe_fraction"] for p in probes]}
+        overlap = ring_overlap(opts, device)
     sp = opts["sp"] or comm.world_size()
     shard = (opts["model"], opts["batch"], max(1, opts["frames"] // sp), opts["spatial"], opts["dtype"])
     compute = bench_compute(*shard, opts["compute_iters"], device, opts.get("depth", 0))

@@ -112,13 +112,14 @@ def profile_dict(name: str, result: dict, gpus_per_node: int, device: str, memor
         "compute": {**_compute(comp), "optimizer_Bps": comp["optimizer_Bps"], **_gemm(result), **_a2a_list(result)},
         "link": links,
         **_kernels(result),
-        "overlap": {"ring": _overlap_value(result)},
+        "overlap": _overlap_table(result),
         **_quality(result),
         "sources": {**link_src,
                     **({"device.nics_per_node": "given (--nics-per-node)"} if nics_per_node else {}),
                     "compute": _compute_source(where, comp),
                     "device.memory_gb": "host memory / ranks (os.sysconf)",
                     "overlap.ring": _overlap_source(where, result.get("overlap")),
+                    **_overlap_intra_source(where, result),
                     **_kernels_source(where, result),
                     **_a2a_list_source(where, result)},
     }
@@ -146,8 +147,9 @@ def _on_base(name: str, result: dict, base: str) -> dict:
         d.setdefault("link", {})["intra"] = link_dict(result["collectives"])
         src["link.intra"] = f"{where}: least-squares alpha-beta fit per op"
     if result.get("overlap"):
-        d.setdefault("overlap", {})["ring"] = _overlap_value(result)
+        d.setdefault("overlap", {}).update(_overlap_table(result))
         src["overlap.ring"] = _overlap_source(where, result["overlap"])
+        src.update(_overlap_intra_source(where, result))
     return d
 
 
@@ -230,6 +232,24 @@ def _measured_parts(result: dict) -> str:
 
 def _overlap_value(result: dict):
     return round(result["overlap"]["fraction"], 3) if result.get("overlap") else False
+
+
+def _overlap_table(result: dict) -> dict:
+    """[overlap]: ring (the world's ring: hops across nodes where the world spans them) and, where
+    measured, ring_intra (rings inside a node: bench/calibrate/collectives.py ring_overlap)."""
+    out = {"ring": _overlap_value(result)}
+    intra = (result.get("overlap") or {}).get("by_tier", {}).get("intra")
+    if intra:
+        out["ring_intra"] = round(intra["fraction"], 3)
+    return out
+
+
+def _overlap_intra_source(where: str, result: dict) -> dict:
+    intra = (result.get("overlap") or {}).get("by_tier", {}).get("intra")
+    if not intra:
+        return {}
+    return {"overlap.ring_intra": _overlap_source(where, intra).replace(
+        "ring hop", "ring hop inside each node (every node's ring at once)", 1)}
 
 
 def _overlap_source(where: str, o: dict | None) -> str:

@@ -52,6 +52,22 @@ def plan_times(profile: Profile, plan, dims: Dims, a2a: str | None = None) -> di
     return dict(out)
 
 
+def ring_overlap_share(profile: Profile, plan, dims: Dims) -> float:
+    """The share of a plan's ring hops (tags ring_*) that hides under attention: each hop's time
+    weighted by the overlap of the tier its ring is on (Profile.ring_overlap_for: a ring inside a
+    node, a ring across nodes). The profile's one fraction where nothing is ring."""
+    total = hidden = 0.0
+    for _, o in plan:
+        n = o.group_size(dims)
+        if o.op != "send_recv" or not o.tag.startswith("ring_") or not o.count or n < 2:
+            continue
+        span = span_of(members(o.op, o.group, o.ranks, dims), dims.world, profile.gpus_per_node)
+        t = o.count * tier_time(profile, o.op, o.payload, span)
+        total += t
+        hidden += t * profile.ring_overlap_for(span.nodes)
+    return hidden / total if total > 0 else profile.ring_overlap
+
+
 def plan_wire(plan, dims: Dims) -> dict[str, float]:
     """{'op.phase': wire bytes per rank per step}, as the record's `comm` field."""
     out: dict[str, int] = defaultdict(int)

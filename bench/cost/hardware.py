@@ -25,7 +25,9 @@ Schema (all optional but `name`; see bench/cost/profiles/h100-ib.toml):
 - [calibration] (calibrated only): load average, each term's measured range [min, max] / median,
   warnings (bench/calibrate/quality.py); bench/cost/interval.py turns it into predicted intervals
 - [overlap] ring: the fraction (0..1; true = 1) of ring attention's K/V hops that hides under the
-  block's attention (a calibration measures it: bench/calibrate/collectives.py bench_overlap)
+  block's attention (a calibration measures it: bench/calibrate/collectives.py bench_overlap);
+  ring_intra, where measured: the same for rings whose group is inside one node (loopback hops are
+  CPU work; `ring_overlap_for`); without it every ring hides `ring`
 - [stack] packages: the software the target has beyond torch (methods/stack.py names: deepspeed,
   flash-attn), which decides the methods and ZeRO stages `predict` and `plan` consider; never what
   is installed where they run. Without [stack]: DEFAULT_STACK. `--stack` replaces it (with_stack)
@@ -100,6 +102,7 @@ class Profile:
     span: Link = field(default_factory=Link)    # measured node-spanning groups only (no table: unused)
     nics_per_node: int = 0        # inter-node links per node; 0 = one per GPU (bench/cost/tiers.py)
     ring_overlap: float = 0.0     # fraction of the ring's hops hidden under its attention
+    ring_overlap_intra: float | None = None   # the same for a ring inside one node, where measured
     module_overhead_s: float = 0.0   # per module per forward+backward (calibrated: profile.compute_terms)
     method_overhead_s: dict = field(default_factory=dict)   # {sp: {method: s per training step}} (calibrate/methods.py)
     gemm_flops_per_s: dict = field(default_factory=dict)   # {'w<C>_tp<n>': FLOP/s} (calibrate/gemm.py)
@@ -116,6 +119,13 @@ class Profile:
     stack_source: str = ""        # who declared it: the profile's [stack], --stack, or the default
     sources: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def ring_overlap_for(self, nodes: int) -> float:
+        """The share of a ring's hops that hides under attention, for a ring whose group spans
+        `nodes` nodes: the intra-node measurement where there is one, else the profile's ring."""
+        if nodes == 1 and self.ring_overlap_intra is not None:
+            return self.ring_overlap_intra
+        return self.ring_overlap
 
     def flops(self, dtype: str) -> float:
         """Achievable FLOP/s of one device in `dtype`: measured if calibrated, else peak x efficiency."""
@@ -235,6 +245,7 @@ def from_dict(d: dict) -> Profile:
         intra=intra, inter=_link(links.get("inter", links.get("intra", {}))), span=_link(links.get("span", {})),
         nics_per_node=int(dev.get("nics_per_node", 0)),
         ring_overlap=_fraction(d.get("overlap", {}).get("ring", False)), kind=d.get("kind", "datasheet"),
+        ring_overlap_intra=_overlap_or_none(d.get("overlap", {}).get("ring_intra")),
         module_overhead_s=float(comp.get("module_overhead_s", 0.0)),
         method_overhead_s=method_overheads_by_sp(comp),
         gemm_flops_per_s=dict(comp.get("gemm_flops_per_s", {})), gemm_dtype=comp.get("gemm_dtype", ""),
@@ -273,6 +284,10 @@ def method_overheads_by_sp(comp: dict) -> dict[int, dict[str, float]]:
                              "method_overhead_sp, not a mix")
         return {int(comp["method_overhead_sp"]): {k: float(v) for k, v in raw.items()}}
     return {int(sp): {k: float(v) for k, v in per.items()} for sp, per in raw.items()}
+
+
+def _overlap_or_none(v) -> float | None:
+    return None if v is None else _fraction(v)
 
 
 def _fraction_or_none(v) -> float | None:

@@ -60,7 +60,18 @@ def at(profile: Profile, ends: dict[str, int]) -> Profile:
                    peak_flops={d: v / c for d, v in profile.peak_flops.items()},
                    intra=_scaled_link(profile.intra, ops, worst, by_size),
                    inter=_scaled_link(profile.inter, ops, worst, by_size),
-                   ring_overlap=k["overlap"][ends["overlap"]] if "overlap" in ends else profile.ring_overlap)
+                   **_overlap_at(profile, k, ends))
+
+
+def _overlap_at(profile: Profile, k: dict, ends: dict) -> dict:
+    """The ring overlap at the knob's end; a measured intra-node fraction moves by the same factor."""
+    if "overlap" not in ends:
+        return {}
+    f = k["overlap"][ends["overlap"]]
+    intra = profile.ring_overlap_intra
+    if intra is not None and profile.ring_overlap:
+        intra = min(1.0, intra * f / profile.ring_overlap)
+    return {"ring_overlap": f, "ring_overlap_intra": intra}
 
 
 def corners(profile: Profile) -> tuple[Profile, Profile] | None:

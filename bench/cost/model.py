@@ -24,7 +24,9 @@
   (methods/spec.py cfg_exchange_op), priced on the tier the pair crosses: rank r and r + world/2,
   ranks node-major, share a node only when the world fits in one.
 - overlap: none, except ring attention's K/V hops under its own attention, by the profile's
-  fraction f (hidden = f x min(ring comm, attention-core compute over the sharded dim)). All-to-all,
+  fraction f (hidden = f x min(ring comm, attention-core compute over the sharded dim)); f is the
+  hop-time-weighted fraction of the tiers the rings are on (comm.ring_overlap_share: a profile
+  that measured rings inside a node, `ring_intra`, prices those by it). All-to-all,
   all-gather and reduce-scatter sit on the critical path of the next operator, and the gradient
   all-reduces run after the backward (as bench/run/steps.py does; ZeRO/DDP bucketing would hide part).
 """
@@ -34,7 +36,7 @@ import functools
 from dataclasses import dataclass, field
 
 from dspbench.records.config import RunConfig, flops_factors
-from dspbench.cost.comm import engine_ops, plan_times, plan_wire
+from dspbench.cost.comm import engine_ops, plan_times, plan_wire, ring_overlap_share
 from dspbench.cost.curve import device_seconds, forward_costs, from_table
 from dspbench.cost.memory import memory, opt_state_bytes
 from dspbench.cost.hardware import Profile, on_gpu, prices_by_kernel, prices_cpu_kernels
@@ -213,10 +215,11 @@ def predict(cfg: RunConfig, profile: Profile, compiled: bool = False, memory_onl
 
     hidden = 0.0
     ring = sum(v for k, v in comm_s.items() if k.startswith("ring_"))
-    if profile.ring_overlap and ring:
+    share = ring_overlap_share(profile, plan, dims) if ring else 0.0   # by the tier each ring is on
+    if share and ring:
         # per sample, as `compute`: factor already counts CFG's second call (shape's batch would count it twice)
         per_call = Shape(cfg.batch, T, S)
-        hidden = profile.ring_overlap * min(ring, _attn_core_flops(mcfg, per_call, cfg.shard) * factor / sp / rate)
+        hidden = share * min(ring, _attn_core_flops(mcfg, per_call, cfg.shard) * factor / sp / rate)
     # An emulated budget (CPU clusters) replaces the device's memory; the profile's reserved part
     # (the runtime's own working memory) still comes off it.
     usable = profile.usable_bytes_of(cfg.mem_budget_mib * 2**20) if cfg.mem_budget_mib else profile.usable_bytes
