@@ -6,6 +6,7 @@
 # down at the end. Nothing is fit: the profile is measured once, before any shape runs.
 #   [ITERS=N] [REPEATS=R] [SP_ONLY=1] bash results/plan-validation/rerun.sh RATE OUT [MODEL:]T:S ...   e.g. 200mbit results/plan-validation/quiet 32:64 stdit3-tiny:4:512
 # MODEL: the shape's model (default stdit-tiny, the calibration's model whatever the shapes' are).
+# SIZES: the calibration's collective sizes (default 128K,256K,512K,1M,2M,4M; runs before the fifth used 128K,512K,2M,4M).
 # SP_ONLY=1: plan every method but `single`, so every row is sequence-parallel (SP >= 2): the plan must choose between methods.
 # ITERS: timed steps per configuration (default 5, run's default); other than 5 it names the folders -i<N>.
 # REPEATS: measurements of each configuration (default 3); other than 3 it names the folders -r<R>.
@@ -24,6 +25,9 @@ METHOD_SP=${METHOD_SP:-2,4}
 METHOD_ITERS=${METHOD_ITERS:-$ITERS}
 METHOD_REPEATS=${METHOD_REPEATS:-1}
 SP_ONLY=${SP_ONLY:-0}
+# the calibration's collective sizes: its table is interpolated between them, and the steps' calls
+# (0.2-2 MB here) fall between 512K and 2M, where reduce-scatter and p2p times bend (the fifth run on)
+SIZES=${SIZES:-128K,256K,512K,1M,2M,4M}
 PY=$PWD/.venv/bin/python
 CLUSTER="bash slurm/local_cluster.sh"
 PROFILE=$OUT/profile-$RATE/tiers-profile.toml
@@ -38,7 +42,7 @@ if [[ ! -f $PROFILE ]]; then
     { stamp "calibrate start"
       $CLUSTER exec srun -N 2 --ntasks-per-node 2 --kill-on-bad-exit=1 -t 21 \
           "$PY" -m dspbench.cli calibrate --launcher slurm --tiers --gpus 4 --gpus-per-node 2 \
-          --nics-per-node 1 --sizes 128K,512K,2M,4M --iters 5 --model stdit-tiny --frames 16 --spatial 256 \
+          --nics-per-node 1 --sizes "$SIZES" --iters 5 --model stdit-tiny --frames 16 --spatial 256 \
           --sp 4 --threads 1 --methods all --method-sp "$METHOD_SP" --method-iters "$METHOD_ITERS" \
           --method-repeats "$METHOD_REPEATS" \
           --name "emulated-tiers-$RATE-methods" --output "$PROFILE"
