@@ -104,7 +104,13 @@ def test_method_steps_are_calibrated_at_one_shape_and_reported_as_residuals_besi
     assert prof.kernels and prof.method_overhead_s == {}
     shares = prof.raw["calibration"]["method_residual_share"]
     assert set(shares) == {"2"} and set(shares["2"]) == {"dsp", "ring"}
-    for m, got in res["methods"]["2"].items():
+    # dsp also trained under ZeRO 1 and 2 (DeepSpeed's engine), for its host work per parameter tensor
+    assert set(res["methods"]["2"]) == {"dsp", "ring", "dsp@zero1", "dsp@zero2"}
+    assert set(prof.zero_host_s_per_param_tensor) == {1, 2}
+    assert all(v >= 0 for v in prof.zero_host_s_per_param_tensor.values())
+    assert "under DeepSpeed ZeRO-1" in prof.sources["engine.zero_host_s_per_param_tensor.1"]
+    assert RunConfig.from_dict(res["methods"]["2"]["dsp@zero2"]["config"]).zero == 2
+    for m, got in ((m, g) for m, g in res["methods"]["2"].items() if "@" not in m):
         assert "reported, not applied" in prof.sources[f"calibration.method_residual_share.2.{m}"]
         cfg = RunConfig.from_dict(got["config"])
         assert (cfg.frames, cfg.spatial, cfg.sp, cfg.mode, cfg.iters) == (4, 16, 2, "train", 3)

@@ -62,6 +62,10 @@ def add_calibrate_args(p: argparse.ArgumentParser) -> None:
                    help="rounds of the --methods runs, their order rotated each round; each method's step is the "
                         "median of its rounds' medians (the differences between methods are a few percent: "
                         "one round's noise can reorder them)")
+    m.add_argument("--zero-host", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --methods including dsp: also train dsp under DeepSpeed ZeRO 1 and 2 at its first "
+                        "--method-sp, beside its ZeRO-0 run, for the engine's host work per parameter tensor "
+                        "([engine] zero_host_s_per_param_tensor; skipped, and said, without DeepSpeed)")
     m.add_argument("--depth", type=at_least_0, default=0,
                    help="blocks in the benchmarked model (0: the model's; 1: one block, e.g. STDiT-XL at paper "
                         "shapes on one GPU); FLOP/s is per analytic FLOP of that depth")

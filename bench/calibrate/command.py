@@ -137,8 +137,13 @@ def cmd_calibrate(args) -> int:
         from dspbench.calibrate.methods import method_runs
         sps = [int(x) for x in args.method_sp.split(",") if x.strip()] or [args.sp or args.gpus]
         first = os.environ.get("SLURM_PROCID", os.environ.get("RANK", "0")) == "0"   # srun starts every rank here
+        say = None if first else (lambda line: None)
         opts["method_runs"] = method_runs(methods, opts, sps, args.gpus, skip_unsupported=args.methods.strip() == "all",
-                                          say=None if first else (lambda line: None))
+                                          say=say)
+        if args.zero_host:     # the ZeRO engine's host work, beside the methods (calibrate/methods.py add_zero_host)
+            from dspbench.calibrate.methods import zero_runs
+            opts["zero_runs"] = zero_runs(opts, opts["method_runs"], args.gpus,
+                                          say or (lambda line: print(line, file=sys.stderr)))
     opts.update(tiers=args.tiers, gpus_per_node=args.gpus_per_node)
     if args.tiers and args.gpus_per_node < 1:
         raise ValueError("--tiers needs --gpus-per-node R (the ranks of one node; ranks are placed node-major)")

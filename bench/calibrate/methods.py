@@ -25,10 +25,32 @@ from dspbench.records.config import RunConfig
 WARMUP = 2
 
 
-def calibration_config(method: str, opts: dict, sp: int, world: int) -> RunConfig:
+ZERO_METHOD = "dsp"          # the method the ZeRO engine's host work is measured under
+ZERO_STAGES = (1, 2)
+ZERO_KEY = "{method}@zero{stage}"   # its runs' keys beside the methods' (never a method name: '@')
+
+
+def calibration_config(method: str, opts: dict, sp: int, world: int, zero: int = 0) -> RunConfig:
     return RunConfig(method=method, model=opts["model"], frames=opts["frames"], spatial=opts["spatial"],
                      batch=opts["batch"], gpus=world, sp=sp, dtype=opts["dtype"], backend=opts["backend"],
-                     launcher="env", warmup=WARMUP, iters=opts.get("method_iters", 5))
+                     launcher="env", warmup=WARMUP, iters=opts.get("method_iters", 5), zero=zero)
+
+
+def zero_runs(opts: dict, runs: dict, world: int, say) -> dict[str, int]:
+    """{"sp": degree, key: stage, ...} of the ZeRO engine's runs: ZERO_METHOD at ZeRO 1 and 2 at the
+    first SP degree it trains at (its ZeRO-0 run there is the baseline), each left out with its
+    reason where it cannot run (DeepSpeed not importable here); {} where ZERO_METHOD is not trained."""
+    from dspbench.facts.build import unsupported_reason
+    sp = next((sp for sp, ms in runs.items() if ZERO_METHOD in ms), None)
+    if sp is None:
+        return {}
+    out = {}
+    for stage in ZERO_STAGES:
+        if why := unsupported_reason(calibration_config(ZERO_METHOD, opts, sp, world, stage)):
+            say(f"dspbench calibrate: ZeRO-{stage}'s engine host work not measured: {why}")
+            continue
+        out[ZERO_KEY.format(method=ZERO_METHOD, stage=stage)] = stage
+    return {"sp": sp, **out} if out else {}
 
 
 def method_runs(methods, opts: dict, sps, world: int, skip_unsupported: bool = False,
@@ -65,11 +87,15 @@ def bench_methods(runs: dict, opts: dict) -> dict:
     from dspbench.methods.comm import layer as comm
     from dspbench.run.worker import run_rank
     rounds = max(1, int(opts.get("method_repeats", 1)))
+    zero = dict(opts.get("zero_runs") or {})
+    zero_sp = zero.pop("sp", None)
     got: dict = {}
     for r in range(rounds):
         for sp, methods in runs.items():
-            for m in methods[r % len(methods):] + methods[:r % len(methods)]:
-                cfg = calibration_config(m, opts, int(sp), comm.world_size())
+            keys = list(methods) + (list(zero) if str(sp) == str(zero_sp) else [])
+            for m in keys[r % len(keys):] + keys[:r % len(keys)]:
+                name, stage = (ZERO_METHOD, zero[m]) if m in zero else (m, 0)
+                cfg = calibration_config(name, opts, int(sp), comm.world_size(), stage)
                 res = run_rank(cfg)
                 if res is not None:
                     got.setdefault((str(sp), m), (cfg, []))[1].append(res)
@@ -89,6 +115,8 @@ def add_method_overheads(prof: dict, measured: dict, opts: dict) -> None:
     from dspbench.cost.model import predict
     profile = from_dict(prof)           # the terms just calibrated, no method overhead yet
     comp, src = prof.setdefault("compute", {}), prof.setdefault("sources", {})
+    add_zero_host(prof, measured, profile)
+    measured = {sp: {m: v for m, v in per.items() if "@" not in m} for sp, per in measured.items()}
     over = {}
     for sp, per in measured.items():
         for m, got in per.items():
@@ -110,3 +138,35 @@ def add_method_overheads(prof: dict, measured: dict, opts: dict) -> None:
                 + ": (measured - predicted) / measured, reported, not applied")
         return
     comp["method_overhead_s"] = over
+
+
+def add_zero_host(prof: dict, measured: dict, profile) -> None:
+    """[engine] zero_host_s_per_param_tensor from the ZeRO runs (zero_runs): what a ZeRO-k step costs
+    beyond the same step at ZeRO 0 once the engine's collectives and partitioned optimizer are priced,
+    per parameter tensor of the calibration model. DeepSpeed's stage 1/2 loops over the parameters in
+    Python every step (a gradient hook each, copies into and out of its flat buckets, the partitioned
+    step and the copy back): host work no kernel trace or collective holds. Each side is a residual
+    against this profile's own prediction, so what the model misprices in the shared step (its
+    compute) cancels: host = (measured_k - predicted_k) - (measured_0 - predicted_0), clamped at 0."""
+    from dspbench.cost.model import param_tensor_count, predict
+    for sp, per in measured.items():
+        base = per.get(ZERO_METHOD)
+        stages = {int(m.rsplit("zero", 1)[1]): got for m, got in per.items() if m.startswith(ZERO_METHOD + "@zero")}
+        if base is None or not stages:
+            continue
+        cfg0 = RunConfig.from_dict(base["config"])
+        res0 = base["step_s"] - predict(cfg0, profile).step_s
+        n = param_tensor_count(cfg0.model)
+        eng, src = prof.setdefault("engine", {}).setdefault("zero_host_s_per_param_tensor", {}), prof["sources"]
+        for stage, got in sorted(stages.items()):
+            cfg = RunConfig.from_dict(got["config"])
+            pred = predict(cfg, profile).step_s
+            host = (got["step_s"] - pred) - res0
+            eng[str(stage)] = max(0.0, host) / n
+            src[f"engine.zero_host_s_per_param_tensor.{stage}"] = (
+                f"measured: {ZERO_METHOD} trained at {cfg.model} B={cfg.batch} T={cfg.frames} S={cfg.spatial} sp={sp} "
+                f"dp={cfg.dp} under DeepSpeed ZeRO-{stage} (median step {got['step_s'] * 1e3:.1f} ms, predicted without "
+                f"this term {pred * 1e3:.1f} ms) against ZeRO 0 (median {base['step_s'] * 1e3:.1f} ms, predicted "
+                f"{(base['step_s'] - res0) * 1e3:.1f} ms): {host * 1e3:.1f} ms of host work"
+                + (" (negative: measured as 0)" if host < 0 else "") + f" over its {n} parameter tensors")
+        return          # one SP degree measures it (zero_runs)

@@ -28,6 +28,9 @@ Schema (all optional but `name`; see bench/cost/profiles/h100-ib.toml):
   block's attention (a calibration measures it: bench/calibrate/collectives.py bench_overlap);
   ring_intra, where measured: the same for rings whose group is inside one node (loopback hops are
   CPU work; `ring_overlap_for`); without it every ring hides `ring`
+- [engine] zero_host_s_per_param_tensor {"1": s, "2": s}: DeepSpeed ZeRO's host work per step per
+  parameter tensor (its hooks, bucket copies and partitioned step, in Python per tensor), measured by
+  a calibration that trains methods (bench/calibrate/methods.py); 0 where absent
 - [stack] packages: the software the target has beyond torch (methods/stack.py names: deepspeed,
   flash-attn), which decides the methods and ZeRO stages `predict` and `plan` consider; never what
   is installed where they run. Without [stack]: DEFAULT_STACK. `--stack` replaces it (with_stack)
@@ -114,11 +117,16 @@ class Profile:
     sku: str = ""                 # [device] sku: the devices.toml key, and the kernel rate table's (cost/rates/)
     compute_scale: float = 1.0    # the interval's compute knob on kernel-priced profiles (cost/interval.py at)
     host: dict = field(default_factory=dict)   # [host]: eager host seconds per kernel and per call, compiled share
+    zero_host_s_per_param_tensor: dict = field(default_factory=dict)  # [engine] {stage: s} (calibrate/methods.py)
     kernels: dict = field(default_factory=dict)  # [kernels]: a CPU's per-kernel costs (calibrate/kernels.py, cost/cpu_kernels.py)
     stack: tuple = DEFAULT_STACK  # [stack] packages: what the target can import (methods/stack.py)
     stack_source: str = ""        # who declared it: the profile's [stack], --stack, or the default
     sources: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def zero_host_s(self, stage: int) -> float:
+        """Seconds per parameter tensor of the ZeRO engine's host work at `stage`, or 0 where unmeasured."""
+        return float(self.zero_host_s_per_param_tensor.get(stage, 0.0)) if stage else 0.0
 
     def ring_overlap_for(self, nodes: int) -> float:
         """The share of a ring's hops that hides under attention, for a ring whose group spans
@@ -251,7 +259,8 @@ def from_dict(d: dict) -> Profile:
         gemm_flops_per_s=dict(comp.get("gemm_flops_per_s", {})), gemm_dtype=comp.get("gemm_dtype", ""),
         calibration=dict(d.get("calibration", {})), curve=dict(comp.get("curve", {})),
         conv_peak_fraction=_fraction_or_none(comp.get("conv_peak_fraction")),
-        sku=str(dev.get("sku", "")), host=dict(d.get("host", {})), kernels=_kernels(d), stack=stack, stack_source=stack_source,
+        sku=str(dev.get("sku", "")), host=dict(d.get("host", {})), kernels=_kernels(d),
+        zero_host_s_per_param_tensor=_zero_host(d.get("engine", {})), stack=stack, stack_source=stack_source,
         sources=dict(d.get("sources", {})), raw=d)
 
 
@@ -284,6 +293,16 @@ def method_overheads_by_sp(comp: dict) -> dict[int, dict[str, float]]:
                              "method_overhead_sp, not a mix")
         return {int(comp["method_overhead_sp"]): {k: float(v) for k, v in raw.items()}}
     return {int(sp): {k: float(v) for k, v in per.items()} for sp, per in raw.items()}
+
+
+def _zero_host(engine: dict) -> dict:
+    """[engine] zero_host_s_per_param_tensor {"1": s, "2": s}: stages 1 and 2, seconds >= 0."""
+    out = {}
+    for k, v in engine.get("zero_host_s_per_param_tensor", {}).items():
+        if str(k) not in ("1", "2") or float(v) < 0:
+            raise ValueError(f"[engine] zero_host_s_per_param_tensor: stage 1 or 2 with seconds >= 0, got {k} = {v!r}")
+        out[int(k)] = float(v)
+    return out
 
 
 def _overlap_or_none(v) -> float | None:
@@ -373,7 +392,7 @@ def dumps(d: dict, comment: str = "") -> str:
 
 def _is_table(k: str, v: dict) -> bool:
     # Small maps of numbers (per-op or per-dtype values) stay inline; sections become tables.
-    return k in ("device", "compute", "link", "intra", "inter", "span", "overlap", "sources", "calibration", "curve", "host", "kernels",
+    return k in ("device", "compute", "link", "intra", "inter", "span", "overlap", "sources", "calibration", "curve", "host", "kernels", "engine",
                  "stack")
 
 

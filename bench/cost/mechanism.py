@@ -54,7 +54,7 @@ def explain(cfg, profile, p) -> dict:
     dims = Dims(sp=int(cfg.sp), dp=cfg.dp, shard=cfg.shard, cfg=cfg.cfg_degree, ulysses=cfg.ulysses_degree)
     reps = cfg.sample_steps if cfg.mode == "sample" else 1
     return {"kernels": kernel_lines(cfg, profile), "collectives": collective_lines(p, dims, reps),
-            "hidden_s": p.hidden_s, "optimizer_s": p.optimizer_s,
+            "hidden_s": p.hidden_s, "optimizer_s": p.optimizer_s, "engine_host_s": p.engine_host_s,
             "fitted_s": 0.0 if profile.kernels else _fitted(cfg, profile)}
 
 
@@ -75,6 +75,9 @@ def text(m: dict) -> list[str]:
         out.append(f"      {'hidden under attention':<28} {'':14} {-m['hidden_s'] * 1e3:10.2f} ms")
     if m["optimizer_s"]:
         out.append(f"      {'optimizer':<28} {'':14} {m['optimizer_s'] * 1e3:10.2f} ms")
+    if m.get("engine_host_s"):
+        out.append(f"      {'ZeRO engine host work':<28} {'':14} {m['engine_host_s'] * 1e3:10.2f} ms  "
+                   "(per parameter tensor, [engine] of the profile)")
     if m["fitted_s"]:
         out.append(f"      {'fitted method term':<28} {'':14} {m['fitted_s'] * 1e3:10.2f} ms  (the profile's; no [kernels])")
     return out

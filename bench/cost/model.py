@@ -63,6 +63,7 @@ class Prediction:
     # [(phase, Op)] (engine and CFG exchange included) and the grid every rank computes on (padded)
     plan: list = field(default_factory=list)
     grid: Shape | None = None
+    engine_host_s: float = 0.0   # DeepSpeed ZeRO's own host work per step (calibrated profiles that measured it)
 
     @property
     def comm_total_s(self) -> float:
@@ -70,7 +71,7 @@ class Prediction:
 
     @property
     def step_s(self) -> float:
-        return self.compute_s + self.optimizer_s + self.comm_total_s
+        return self.compute_s + self.optimizer_s + self.engine_host_s + self.comm_total_s
 
     @property
     def fits(self) -> bool:
@@ -119,6 +120,17 @@ def module_count(model: str) -> int:
     from dspbench.models import build_model
     with torch.device("meta"):
         return sum(1 for _ in build_model(get_config(model)).modules())
+
+
+@functools.lru_cache(maxsize=None)
+def param_tensor_count(model: str) -> int:
+    """Parameter tensors of the unparallelized model (meta device): what the ZeRO engine loops over
+    in Python per step (its gradient hooks, bucket copies, partitioned step; cost/hardware.py
+    zero_host_s_per_param_tensor)."""
+    import torch
+    from dspbench.models import build_model
+    with torch.device("meta"):
+        return sum(1 for _ in build_model(get_config(model)).parameters())
 
 
 def narrow_gemm_s(spec, mcfg, shape: Shape, sp: int, factor: int, profile: Profile, dtype: str) -> float:
@@ -212,6 +224,8 @@ def predict(cfg: RunConfig, profile: Profile, compiled: bool = False, memory_onl
         mem = {**mem, **resident, "peak": mem["peak"] + sum(resident.values())}
     state_bytes = opt_state_bytes(cfg.dtype, zero)        # per parameter (cost_memory.static_bytes)
     optimizer = mem["optimizer"] / state_bytes * OPT_BYTES[cfg.dtype] / profile.optimizer_rate()
+    # the ZeRO engine's host work, per parameter tensor, where the profile measured it (calibrate --methods)
+    engine_host = profile.zero_host_s(zero) * param_tensor_count(cfg.model) if engine else 0.0
 
     hidden = 0.0
     ring = sum(v for k, v in comm_s.items() if k.startswith("ring_"))
@@ -223,4 +237,4 @@ def predict(cfg: RunConfig, profile: Profile, compiled: bool = False, memory_onl
     # An emulated budget (CPU clusters) replaces the device's memory; the profile's reserved part
     # (the runtime's own working memory) still comes off it.
     usable = profile.usable_bytes_of(cfg.mem_budget_mib * 2**20) if cfg.mem_budget_mib else profile.usable_bytes
-    return Prediction(comm_s, wire, compute, optimizer, hidden, mem, usable, plan, shape)
+    return Prediction(comm_s, wire, compute, optimizer, hidden, mem, usable, plan, shape, engine_host)

@@ -67,6 +67,7 @@ def predicted_record(cfg: RunConfig, profile: Profile, compiled: bool = False, v
     rec.update(extra)
     rec.update({"environ": _environ(device_label(profile)), "predicted_comm_time_s": p.comm_total_s,
                 "predicted_compute_time_s": p.compute_s, "predicted_optimizer_time_s": p.optimizer_s,
+                "predicted_engine_host_time_s": p.engine_host_s,
                 "predicted_peak_mem_bytes": p.mem["peak"], "predicted_mem": p.mem, "mem_model": p.mem,
                 "comm": p.comm_wire, "comm_wire_bytes": sum(p.comm_wire.values()),
                 "comm_time_s": untag(p.comm_s), "placement": _placement(cfg, profile)})

@@ -57,7 +57,7 @@ def price(cfg: RunConfig, pricer: Pricer) -> dict:
             "score_low": score(cfg.mode, high, cfg.global_batch), "score_high": score(cfg.mode, low, cfg.global_batch),
             "corner_scores": [score(cfg.mode, s, cfg.global_batch) for s in steps], "corner_steps_s": steps,
             "samples_per_s": rates["samples_per_s"], "mfu": rates["mfu"],
-            "compute_s": p.compute_s, "optimizer_s": p.optimizer_s, "comm_s": comm,
+            "compute_s": p.compute_s, "optimizer_s": p.optimizer_s, "engine_host_s": p.engine_host_s, "comm_s": comm,
             "exposed_comm_s": p.comm_total_s, "comm_share": comm / p.step_s if p.step_s else 0.0,
             "comm_wire_bytes": sum(p.comm_wire.values()), "mechanism": mechanism(cfg, p),
             # what the step counted, per kernel kind and per collective (plan --explain)
@@ -98,7 +98,8 @@ def price_mix(cfg: RunConfig, pricer: Pricer, buckets: tuple) -> dict:
             "samples_per_s": b / step,
             # MFU over the mix: the buckets' FLOPs over their seconds (each bucket's mfu x step is its FLOPs)
             "mfu": None if None in mfus else sum(w * r["mfu"] * r["step_time_s"] for w, r in parts) / total / step,
-            "compute_s": mean("compute_s"), "optimizer_s": mean("optimizer_s"), "comm_s": comm,
+            "compute_s": mean("compute_s"), "optimizer_s": mean("optimizer_s"), "engine_host_s": mean("engine_host_s"),
+            "comm_s": comm,
             "exposed_comm_s": mean("exposed_comm_s"), "comm_share": comm / step if step else 0.0,
             "comm_wire_bytes": mean("comm_wire_bytes"), "bucket_steps_s": [r["step_time_s"] for _, r in parts],
             "mechanism": tuple(r["mechanism"] for _, r in parts)}
