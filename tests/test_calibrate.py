@@ -9,7 +9,8 @@ import pytest
 from dspbench.calibrate.profile import fit, table
 from dspbench.calibrate.command import parse_size
 from dspbench.cost.tiers import steps
-from dspbench.cost.hardware import dumps, from_dict, load_profile
+from dspbench.cost.hardware import from_dict, load_profile
+from dspbench.cost.profile_toml import dumps
 
 OPS = ("all_to_all", "all_gather", "reduce_scatter", "all_reduce", "send_recv")
 
@@ -152,7 +153,7 @@ def test_method_overheads_read_the_older_one_degree_form_and_refuse_a_mix():
 
 
 def test_written_method_overheads_survive_the_toml_round_trip(tmp_path):
-    from dspbench.cost.hardware import dumps
+    from dspbench.cost.profile_toml import dumps
     d = {"name": "x", "compute": {"method_overhead_s": {"2": {"dsp": -0.0125}, "4": {"usp": 0.03}}}}
     (tmp_path / "p.toml").write_text(dumps(d))
     assert load_profile(str(tmp_path / "p.toml")).method_overhead_s == {2: {"dsp": -0.0125}, 4: {"usp": 0.03}}

@@ -149,7 +149,7 @@ def test_run_with_sp_auto_and_no_hardware_is_unsupported():
 def test_run_with_sp_auto_runs_at_the_smallest_degree_that_fits(tmp_path):
     """A profile whose memory lies between the predicted peaks at sp=1 and sp=2: the run gets sp=2."""
     from dspbench.cli import main
-    from dspbench.cost.hardware import dumps
+    from dspbench.cost.profile_toml import dumps
     cfg = RunConfig(method="dsp", model="stdit-tiny", frames=8, spatial=64, gpus=2, sp=1, warmup=0, iters=1)
     peak = {sp: predict(replace(cfg, sp=sp), load_profile("h100-ib")).mem["peak"] for sp in (1, 2)}
     assert peak[2] < peak[1]

@@ -11,7 +11,8 @@ import pytest
 
 
 from dspbench.calibrate import quality
-from dspbench.cost.hardware import dumps, load_profile
+from dspbench.cost.hardware import load_profile
+from dspbench.cost.profile_toml import dumps
 from dspbench.cost.predict import predicted_record
 from dspbench.records.config import RunConfig
 

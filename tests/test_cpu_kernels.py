@@ -197,7 +197,7 @@ def test_calibrated_method_steps_are_reported_as_residual_shares_not_applied():
 
 def test_the_plan_says_no_method_term_applies_and_explains_each_row(tmp_path, capsys):
     from dspbench.cli import main
-    from dspbench.cost.hardware import dumps
+    from dspbench.cost.profile_toml import dumps
     path = tmp_path / "k.toml"
     path.write_text(dumps(profile().raw))
     assert main(["plan", "--model", "stdit3-tiny", "--frames", "8", "--spatial", "64", "--gpus", "4",
@@ -209,7 +209,7 @@ def test_the_plan_says_no_method_term_applies_and_explains_each_row(tmp_path, ca
 
 def test_a_plan_on_a_profile_its_calibration_warned_about_says_so_in_its_header(tmp_path, capsys):
     from dspbench.cli import main
-    from dspbench.cost.hardware import dumps
+    from dspbench.cost.profile_toml import dumps
     raw = copy.deepcopy(profile().raw)
     raw.setdefault("calibration", {})["warnings"] = ["machine loaded: load average 9.0 on 2 cores before calibrating"]
     path = tmp_path / "warned.toml"

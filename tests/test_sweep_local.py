@@ -123,7 +123,8 @@ def test_debug_executor_keeps_rank_0s_budget_oom_and_says_sp_auto(tmp_path):
     """sp = "auto" under an emulated budget: the job's record says which SP the model chose (sp_auto),
     and a run whose ranks all ended well but measured more than the budget stays `oom` with rank 0's
     reason (not an error composed from the ranks' outcomes)."""
-    from dspbench.cost.hardware import dumps, load_profile
+    from dspbench.cost.hardware import load_profile
+    from dspbench.cost.profile_toml import dumps
     raw = dict(load_profile("emulated-cpu").raw)     # nothing reserved: a 20 MiB budget fits the tiny model
     raw["device"] = {**raw["device"], "reserved_gb": 0.0}
     (tmp_path / "noruntime.toml").write_text(dumps(raw))

@@ -19,7 +19,7 @@ from pathlib import Path
 from dspbench.calibrate.profile import profile_dict, table
 from dspbench.calibrate import options
 from dspbench.calibrate.quality import assess, load, meaningless
-from dspbench.cost.hardware import dumps
+from dspbench.cost.profile_toml import dumps
 
 _UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 

@@ -178,7 +178,8 @@ def measure(device: str, dtype: str, iters: int = 5, grid: dict = FULL_GRID) -> 
 def write_curve_profile(res: dict, base: str, out: str, source: str) -> None:
     """The base profile with the curve fitted to `res` (and its VAE rate, where measured)."""
     from dspbench.cost.curve import fit_curve
-    from dspbench.cost.hardware import dumps, load_profile
+    from dspbench.cost.hardware import load_profile
+    from dspbench.cost.profile_toml import dumps
     prof = load_profile(base)
     raw = json.loads(json.dumps(prof.raw))
     table, latency = fit_curve(res, float(prof.peak_flops[res["dtype"]]))

@@ -36,7 +36,8 @@ from pathlib import Path
 
 from dspbench.calibrate.from_logs import GPU_BASES
 from dspbench.calibrate.nccl_logs import LogError
-from dspbench.cost.hardware import dumps, from_dict, load_profile
+from dspbench.cost.hardware import from_dict, load_profile
+from dspbench.cost.profile_toml import dumps
 from dspbench.cost.model import predict
 from dspbench.records.config import RunConfig
 

@@ -151,7 +151,7 @@ def add_zero_host(prof: dict, measured: dict, profile) -> None:
     from dspbench.cost.model import param_tensor_count, predict
     for sp, per in measured.items():
         base = per.get(ZERO_METHOD)
-        stages = {int(m.rsplit("zero", 1)[1]): got for m, got in per.items() if m.startswith(ZERO_METHOD + "@zero")}
+        stages = {RunConfig.from_dict(got["config"]).zero: got for m, got in per.items() if "@" in m}
         if base is None or not stages:
             continue
         cfg0 = RunConfig.from_dict(base["config"])

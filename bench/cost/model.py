@@ -114,23 +114,25 @@ def _attn_core_flops(mcfg, shape: Shape, shard: str) -> float:
 
 
 @functools.lru_cache(maxsize=None)
-def module_count(model: str) -> int:
-    """Modules of the unparallelized model (built on the meta device: no memory, any size)."""
+def _meta_model(model: str):
+    """The unparallelized model built on the meta device (no memory, any size), for counting."""
     import torch
     from dspbench.models import build_model
     with torch.device("meta"):
-        return sum(1 for _ in build_model(get_config(model)).modules())
+        return build_model(get_config(model))
+
+
+@functools.lru_cache(maxsize=None)
+def module_count(model: str) -> int:
+    """Modules of the unparallelized model."""
+    return sum(1 for _ in _meta_model(model).modules())
 
 
 @functools.lru_cache(maxsize=None)
 def param_tensor_count(model: str) -> int:
-    """Parameter tensors of the unparallelized model (meta device): what the ZeRO engine loops over
-    in Python per step (its gradient hooks, bucket copies, partitioned step; cost/hardware.py
-    zero_host_s_per_param_tensor)."""
-    import torch
-    from dspbench.models import build_model
-    with torch.device("meta"):
-        return sum(1 for _ in build_model(get_config(model)).parameters())
+    """Parameter tensors of the unparallelized model: what the ZeRO engine loops over in Python per
+    step (its gradient hooks, bucket copies, partitioned step; cost/hardware.py zero_host_s)."""
+    return sum(1 for _ in _meta_model(model).parameters())
 
 
 def narrow_gemm_s(spec, mcfg, shape: Shape, sp: int, factor: int, profile: Profile, dtype: str) -> float:
