@@ -53,19 +53,30 @@ class Plan:
 def expand(spec: SweepSpec, launcher: str = "local") -> list[RunConfig]:
     """Every point of the spec, repeat-major: all configurations at repeat 0, then all at repeat 1, ...
     so a configuration's repeats are spread over the sweep's time and a busy minute on a shared
-    machine spoils one repeat of several configurations, not every repeat of one."""
+    machine spoils one repeat of several configurations, not every repeat of one. Within repeat r the
+    file order is rotated by r * n // repeats (`rotated`), so a configuration runs at a different place
+    in its job each repeat: a job's first configuration (cold caches) or a drift along a job is
+    spread over the configurations, not laid on the ones listed first (a plan's emitted sweep lists
+    them in predicted order, which a fixed order would confound with position)."""
     seen: dict[str, RunConfig] = {}
     for repeat in range(spec.repeats):
-        for i, grid in enumerate(spec.grids):
-            for combo in _combos(grid):
-                cfg = _config(spec, i, {**spec.fixed, **combo, "launcher": launcher, "repeat": repeat})
-                old = seen.setdefault(cfg.run_id(), cfg)
-                if old != cfg:   # identical points (overlapping grids) merge; near-identical ones are a mistake
-                    diff = [f"{f}={getattr(old, f)!r}/{getattr(cfg, f)!r}" for f in RunConfig.__dataclass_fields__
-                            if getattr(old, f) != getattr(cfg, f)]
-                    raise SpecError(f"{spec.path}: two points share run_id {cfg.run_id()} but differ in "
-                                    f"{', '.join(diff)}, which is not part of the run_id: vary seed or repeat")
+        points = [(i, combo) for i, grid in enumerate(spec.grids) for combo in _combos(grid)]
+        for i, combo in rotated(points, repeat, spec.repeats):
+            cfg = _config(spec, i, {**spec.fixed, **combo, "launcher": launcher, "repeat": repeat})
+            old = seen.setdefault(cfg.run_id(), cfg)
+            if old != cfg:   # identical points (overlapping grids) merge; near-identical ones are a mistake
+                diff = [f"{f}={getattr(old, f)!r}/{getattr(cfg, f)!r}" for f in RunConfig.__dataclass_fields__
+                        if getattr(old, f) != getattr(cfg, f)]
+                raise SpecError(f"{spec.path}: two points share run_id {cfg.run_id()} but differ in "
+                                f"{', '.join(diff)}, which is not part of the run_id: vary seed or repeat")
     return list(seen.values())
+
+
+def rotated(items: list, repeat: int, repeats: int) -> list:
+    """items started at offset repeat * len // repeats: over the repeats each item leads once per
+    len / repeats places (a balanced rotation; the same every time, so resumes keep one order)."""
+    k = repeat * len(items) // max(repeats, 1) if items else 0
+    return items[k:] + items[:k]
 
 
 def _combos(grid: dict):

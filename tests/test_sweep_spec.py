@@ -118,10 +118,28 @@ def test_every_point_has_the_run_id_of_its_config_and_repeats_differ(tmp_path):
     # repeat-major: every configuration once, then every one again (a busy minute spoils one repeat
     # of several configurations, not all repeats of one)
     assert [c.repeat for c in cfgs] == [0, 0, 0, 0, 1, 1, 1, 1]
-    assert [replace(c, repeat=0).run_id() for c in cfgs[4:]] == [c.run_id() for c in cfgs[:4]]
+    # repeat 1 is repeat 0's order rotated by half (2 of 4): each configuration at another place
+    assert [replace(c, repeat=0).run_id() for c in cfgs[4:]] == [c.run_id() for c in cfgs[2:4] + cfgs[:2]]
     first = RunConfig(method="dsp", model="stdit-tiny", frames=4, spatial=16, gpus=2, sp=2, warmup=0, iters=1)
     assert cfgs[0].run_id() == first.run_id() != cfgs[4].run_id()
     assert expand(load_sweep(str(path))) == cfgs          # stable
+
+
+def test_each_repeat_runs_the_configurations_at_other_places_in_its_job(tmp_path):
+    """A plan's emitted sweep lists its rows in predicted order, one job per repeat: a fixed order
+    would confound a job's cold start or drift with the predicted rank. Rotated, every configuration
+    leads its job in at most one repeat and takes a different place in each."""
+    grids = "".join(f"[[grid]]\nmethod = ['dsp']\nseed = [{s}]\n" for s in range(6))
+    spec = load_sweep(str(write_spec(tmp_path, TINY.replace('cluster = "local"', 'cluster = "local"\nrepeats = 4')
+                                     .replace("[sweep]", "[sweep]\nconfigs_per_job = 6") + grids)))
+    plan = make_plan(spec, "slurm", {}, set())
+    assert [len(j.configs) for j in plan.jobs] == [6] * 4
+    orders = [[c.seed for c in job.configs] for job in plan.jobs]
+    assert [o[0] for o in orders] == [0, 1, 3, 4]                         # offsets r * 6 // 4
+    assert all(sorted(o) == list(range(6)) for o in orders)
+    places = {s: {o.index(s) for o in orders} for s in range(6)}
+    assert all(len(p) == 4 for p in places.values())                      # never the same place twice
+    assert expand(spec) == expand(spec)                                   # resumes keep one order
 
 
 def test_paper_sweeps_hold_the_paper_settings():
