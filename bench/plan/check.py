@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from dspbench.plan.ceiling import ceiling_tau, noise_sd
+from dspbench.plan.placement import place_effect, place_line, placed
 from dspbench.plan.tau import kendall_tau, kendall_tau_a
 from dspbench.records.config import RunConfig
 from dspbench.records.io import read_dir
@@ -42,10 +43,15 @@ def measured_comm_s(rec: dict) -> float | None:
     return sum(t.values()) if isinstance(t, dict) else None
 
 
-def compare(doc: dict, records: list[dict]) -> dict:
+def is_measured(rec: dict) -> bool:
+    return rec.get("status") == "ok" and rec.get("source", "measured") == "measured"
+
+
+def compare(doc: dict, records: list[dict], places: list[tuple[dict, int]] | None = None) -> dict:
+    """places: (record, place in its job) from `placement.placed`, for the place diagnosis."""
     by_id = {}
     for rec in records:
-        if rec.get("status") == "ok" and rec.get("source", "measured") == "measured":
+        if is_measured(rec):
             by_id.setdefault(plan_run_id(rec), []).append(rec)
     rows = []
     for r in doc["rows"]:
@@ -66,13 +72,23 @@ def compare(doc: dict, records: list[dict]) -> dict:
         return {"rows": [], "note": "no measured record matches a ranked row"}
     top = rows[0]
     fastest = max(rows, key=lambda x: x["measured"])
-    return {"rows": rows, "top": top["config"], "fastest": fastest["config"],
-            "gap": fastest["measured"] / top["measured"] - 1,
-            "kendall_tau": kendall_tau([x["predicted"] for x in rows], [x["measured"] for x in rows]),
-            "kendall_tau_a": kendall_tau_a([x["predicted"] for x in rows], [x["measured"] for x in rows]),
-            "repeat_tau": repeat_tau(rows), "single_repeat_tau": single_repeat_tau(rows),
-            "pairs_apart": pairs_apart(rows), "noise_sd": noise_sd(rows), "ceiling_tau": ceiling_tau(rows),
-            "metric": doc["metric"], "measured": len(rows), "ranked": len(doc["rows"])}
+    out = {"rows": rows, "top": top["config"], "fastest": fastest["config"],
+           "gap": fastest["measured"] / top["measured"] - 1,
+           "kendall_tau": kendall_tau([x["predicted"] for x in rows], [x["measured"] for x in rows]),
+           "kendall_tau_a": kendall_tau_a([x["predicted"] for x in rows], [x["measured"] for x in rows]),
+           "repeat_tau": repeat_tau(rows), "single_repeat_tau": single_repeat_tau(rows),
+           "pairs_apart": pairs_apart(rows), "noise_sd": noise_sd(rows), "ceiling_tau": ceiling_tau(rows),
+           "metric": doc["metric"], "measured": len(rows), "ranked": len(doc["rows"])}
+    if places is not None:      # only where the records' files were read: no claim without them
+        out["place_effect"] = _place_effect(doc, places)
+    return out
+
+
+def _place_effect(doc: dict, places: list[tuple[dict, int]]) -> dict | None:
+    ranked = {RunConfig(**r["config"]).run_id() for r in doc["rows"]}
+    scores = [(plan_run_id(rec), place, measured_score(rec, doc["metric"])) for rec, place in places
+              if plan_run_id(rec) in ranked]
+    return place_effect(scores)
 
 
 APART = 0.10      # rows predicted this far apart (relative) are a call the plan makes, not a tie
@@ -136,6 +152,7 @@ def markdown(doc: dict, result: dict) -> str:
             f"{_tau(result.get('single_repeat_tau'))}, the repeats against each other {_tau(result.get('repeat_tau'))}) "
             f"over {result['measured']} measured of {result['ranked']} ranked", "",
             _ceiling_line(result), "",
+            *([place_line(result["place_effect"]), ""] if "place_effect" in result else []),
             f"| plan rank | configuration | predicted {unit} [interval] | measured {unit} median [min-max] (n) "
             "| pred/meas | predicted step s (compute + comm, exposed) | measured step s (instrumented comm) |",
             "|---|---|---|---|---|---|---|"]
@@ -177,7 +194,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     doc = json.loads(a.plan.read_text())
     records, _ = read_dir(a.results)
-    result = compare(doc, records)
+    result = compare(doc, records, placed(a.results, is_measured))
     text = markdown(doc, result)
     print(text, end="")
     if a.md:

@@ -13,7 +13,8 @@ import statistics
 from pathlib import Path
 
 from dspbench.plan.ceiling import MAX_REPEATS, repeats_for
-from dspbench.plan.check import compare
+from dspbench.plan.check import compare, is_measured
+from dspbench.plan.placement import placed
 from dspbench.records.io import read_dir
 
 WITHIN = 0.05        # the bar: plan's top choice measured fastest, or within 5% of it
@@ -23,7 +24,7 @@ NOISY = 0.60         # a row whose repeats spread more than this (micro/noise.py
 
 def shape_row(folder: Path) -> dict:
     doc = json.loads((folder / "plan.json").read_text())
-    result = compare(doc, read_dir(folder / "results")[0])
+    result = compare(doc, read_dir(folder / "results")[0], placed(folder / "results", is_measured))
     rows = result["rows"]
     spreads = [(x["measured_max"] - x["measured_min"]) / x["measured"] for x in rows]
     return {"folder": folder.name, "hardware": doc["hardware"], "workload": doc["workload"],
@@ -33,7 +34,13 @@ def shape_row(folder: Path) -> dict:
             "ceiling_tau": result.get("ceiling_tau"), "noise_sd": result.get("noise_sd"),
             "repeats_for_bar": repeats_for(rows, TAU_BAR) if rows else None,
             "measured": len(rows), "ranked": len(doc["rows"]), "pairs_apart": result.get("pairs_apart", [0, 0]),
-            "worst_spread": max(spreads, default=None), "noisy_rows": sum(s > NOISY for s in spreads)}
+            "worst_spread": max(spreads, default=None), "noisy_rows": sum(s > NOISY for s in spreads),
+            "first_place": _first_place(result.get("place_effect"))}
+
+
+def _first_place(effect: dict | None) -> float | None:
+    """The first configuration of a job against the mean place (plan/placement.py); None: not separable."""
+    return None if effect is None else effect["ratio"][0] - 1
 
 
 def verdict(rows: list[dict]) -> dict:
@@ -55,12 +62,12 @@ def _mean(values) -> float | None:
 
 def markdown(rows: list[dict]) -> str:
     out = ["| folder | hardware profile | plan's top choice | measured fastest | gap | tau-b | tau-a "
-           "| tau-b, one repeat | repeats' tau-b | noise per repeat | ceiling tau-b | repeats for a ceiling >= 0.8 | pairs >= 10% apart in order | rows measured (of ranked) | worst spread | rows spread > 60% |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| tau-b, one repeat | repeats' tau-b | noise per repeat | ceiling tau-b | repeats for a ceiling >= 0.8 | pairs >= 10% apart in order | rows measured (of ranked) | worst spread | rows spread > 60% | first in its job |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     out += [f"| {r['folder']} | {r['hardware']} | {r['top']} | {r['fastest']} | {_pct(r['gap'])} | "
             f"{_num(r['tau'])} | {_num(r['tau_a'])} | {_num(r['single_repeat_tau'])} | {_num(r['repeat_tau'])} | "
             f"{_pct(r['noise_sd'], sign=False, digits=1)} | {_num(r['ceiling_tau'])} | {_repeats(r['repeats_for_bar'])} | {r['pairs_apart'][0]} of {r['pairs_apart'][1]} | {r['measured']} ({r['ranked']}) | "
-            f"{_pct(r['worst_spread'], sign=False)} | {r['noisy_rows']} |" for r in rows]
+            f"{_pct(r['worst_spread'], sign=False)} | {r['noisy_rows']} | {_place(r['first_place'])} |" for r in rows]
     v = verdict(rows)
     met = v["within"] == v["shapes"] and v["mean_tau"] is not None and v["mean_tau"] >= TAU_BAR
     out += ["", f"shapes: {v['shapes']}; top choice measured fastest or within {WITHIN:.0%}: {v['within']} of "
@@ -81,6 +88,10 @@ def _num(v) -> str:
 
 def _pct(v, sign: bool = True, digits: int = 0) -> str:
     return "-" if v is None else (f"{v:+.1%}" if sign else f"{v:.{digits}%}")
+
+
+def _place(v) -> str:
+    return "not separable" if v is None else f"{v:+.1%}"
 
 
 def _repeats(n) -> str:
